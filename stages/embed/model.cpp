@@ -1,0 +1,308 @@
+#include "stages/embed/model.h"
+
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+#include <ATen/Parallel.h>
+#include <torch/cuda.h>
+#include <torch/script.h>
+#include <torch/version.h>
+
+#include "common/error.h"
+#include "common/fs.h"
+#include "stages/embed/builtin_models.h"
+
+namespace tessera::embed {
+namespace {
+
+// The message of a libtorch error without its C++ stack trace.
+std::string brief(const c10::Error& e) {
+  std::string msg = e.what_without_backtrace();
+  const auto eol = msg.find('\n');
+  return eol == std::string::npos ? msg : msg.substr(0, eol);
+}
+
+class TorchScriptNetwork : public detail::Network {
+ public:
+  TorchScriptNetwork(torch::jit::Module module, std::string path)
+      : module_(std::move(module)), path_(std::move(path)) {
+    module_.eval();
+  }
+
+  at::Tensor forward(const at::Tensor& input) override {
+    const c10::IValue out = module_.forward({input});
+    if (out.isTensor()) return out.toTensor();
+    if (out.isTuple()) {
+      const auto& elements = out.toTupleRef().elements();
+      if (!elements.empty() && elements[0].isTensor()) return elements[0].toTensor();
+    }
+    fail("model {}: forward returned a {}, expected a tensor or a tuple starting with one", path_,
+         out.tagKind());
+  }
+
+  void to(c10::Device device, c10::ScalarType dtype) override { module_.to(device, dtype); }
+
+ private:
+  torch::jit::Module module_;
+  std::string path_;
+};
+
+std::string replace_extension(const std::string& path, const std::string& ext) {
+  const auto slash = path.find_last_of('/');
+  const auto dot = path.find_last_of('.');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return path + ext;
+  return path.substr(0, dot) + ext;
+}
+
+std::string default_preset_path(const std::string& model_path) {
+  for (const char* ext : {".ini", ".json"}) {
+    const std::string candidate = replace_extension(model_path, ext);
+    if (file_size(candidate)) return candidate;
+  }
+  fail<InvalidInput>("model {}: no preset given and neither {} nor {} exists next to it", model_path,
+                     replace_extension(model_path, ".ini"), replace_extension(model_path, ".json"));
+}
+
+c10::ScalarType parse_precision(const std::string& precision) {
+  if (precision == "fp32") return at::kFloat;
+  if (precision == "bf16") return at::kBFloat16;
+  if (precision == "fp16") return at::kHalf;
+  fail<InvalidInput>("unknown precision '{}' (expected fp32, bf16 or fp16)", precision);
+}
+
+c10::Device resolve_device(const ModelSpec& spec) {
+  if (spec.device == "cpu" || (spec.device == "auto" && !torch::cuda::is_available())) {
+    return c10::Device(c10::kCPU);
+  }
+  if (spec.device != "cuda" && spec.device != "auto") {
+    fail<InvalidInput>("unknown device '{}' (expected cpu, cuda or auto)", spec.device);
+  }
+  if (!torch::cuda::is_available()) {
+    fail<InvalidInput>("device cuda requested but libtorch {} sees no CUDA device", TORCH_VERSION);
+  }
+  if (spec.device_index < 0) fail<InvalidInput>("device index {} is negative", spec.device_index);
+  const auto count = static_cast<int>(torch::cuda::device_count());
+  return c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(spec.device_index % count));
+}
+
+void configure_threads(int requested) {
+  const int threads = requested > 0 ? requested
+                                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  static std::once_flag interop_once;
+  std::call_once(interop_once, [threads] {
+    try {
+      at::set_num_interop_threads(threads);
+    } catch (const c10::Error&) {
+      // The inter-op pool was already started by someone else: keep its size.
+    }
+  });
+  at::set_num_threads(threads);
+}
+
+}  // namespace
+
+struct PreparedBatch::Impl {
+  at::Tensor input;  // [n, 3, I, I] in the model dtype, on the host
+};
+
+PreparedBatch::PreparedBatch() : impl_(std::make_unique<Impl>()) {}
+PreparedBatch::~PreparedBatch() = default;
+PreparedBatch::PreparedBatch(PreparedBatch&&) noexcept = default;
+PreparedBatch& PreparedBatch::operator=(PreparedBatch&&) noexcept = default;
+int PreparedBatch::size() const {
+  return impl_ && impl_->input.defined() ? static_cast<int>(impl_->input.size(0)) : 0;
+}
+
+struct Model::Impl {
+  std::unique_ptr<detail::Network> network;
+  Preset preset;
+  std::string label;  // built-in name or file path, for messages
+  c10::Device device{c10::kCPU};
+  c10::ScalarType dtype = at::kFloat;
+  at::Tensor mean, std;  // [1, 3, 1, 1] float on the host
+  nlohmann::json fingerprint;
+
+  // Runs the network on a host batch and returns validated float embeddings [n, D] on the host.
+  at::Tensor run(const at::Tensor& input) const {
+    const int64_t n = input.size(0);
+    const at::Tensor raw = network->forward(input.to(device, /*non_blocking=*/true));
+    at::Tensor pooled;
+    if (raw.dim() == 2) {
+      pooled = raw;
+    } else if (raw.dim() == 3) {
+      const at::Tensor tokens = raw.to(at::kFloat);
+      const int64_t patches = tokens.size(1) - preset.prefix_tokens;
+      if (preset.pooling != Pooling::kCls && patches < 1) {
+        fail("model {}: returned {} tokens, but preset {} needs {} prefix tokens plus patch tokens",
+             label, tokens.size(1), preset.name, preset.prefix_tokens);
+      }
+      const auto cls = [&] { return tokens.select(1, 0); };
+      const auto mean_patch = [&] { return tokens.narrow(1, preset.prefix_tokens, patches).mean(1); };
+      switch (preset.pooling) {
+        case Pooling::kCls:
+          pooled = cls();
+          break;
+        case Pooling::kMeanPatch:
+          pooled = mean_patch();
+          break;
+        case Pooling::kClsMeanConcat:
+          pooled = at::cat({cls(), mean_patch()}, 1);
+          break;
+      }
+    } else {
+      fail("model {}: returned a tensor of shape {}, expected [n, D] or [n, tokens, width]", label,
+           fmt::join(raw.sizes(), "x"));
+    }
+    if (pooled.size(0) != n || pooled.size(1) != preset.output_dim) {
+      fail("model {}: produced embeddings of shape [{}, {}] for {} images, but preset {} ({}) says "
+           "output_dim = {} with {} pooling",
+           label, pooled.size(0), pooled.size(1), n, preset.name,
+           preset.source_path.empty() ? "built-in" : preset.source_path, preset.output_dim,
+           pooling_name(preset.pooling));
+    }
+    return pooled.to(c10::kCPU, at::kFloat).contiguous();
+  }
+};
+
+Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Model::Model(Model&&) noexcept = default;
+Model& Model::operator=(Model&&) noexcept = default;
+Model::~Model() = default;
+
+Model Model::load(const ModelSpec& spec) {
+  auto impl = std::make_unique<Impl>();
+  impl->label = spec.model;
+  impl->dtype = parse_precision(spec.precision);
+  impl->device = resolve_device(spec);
+  configure_threads(spec.torch_threads);
+  if (impl->device.is_cuda()) {
+    at::globalContext().setBenchmarkCuDNN(false);
+    at::globalContext().setDeterministicCuDNN(true);
+  }
+
+  nlohmann::json fingerprint;
+  const bool builtin = detail::is_builtin(spec.model);
+  if (builtin) {
+    impl->preset = spec.preset_path.empty() ? detail::builtin_preset(spec.model)
+                                            : load_preset(spec.preset_path);
+    const Preset own = detail::builtin_preset(spec.model);
+    if (impl->preset.input_size != own.input_size) {
+      fail<InvalidInput>("preset {}: input_size {} differs from the {} built-in input size {}",
+                         spec.preset_path, impl->preset.input_size, spec.model, own.input_size);
+    }
+    if (impl->preset.pooling != Pooling::kCls && impl->preset.prefix_tokens != own.prefix_tokens) {
+      fail<InvalidInput>("preset {}: prefix_tokens {} differs from the {} built-in's {}",
+                         spec.preset_path, impl->preset.prefix_tokens, spec.model, own.prefix_tokens);
+    }
+    impl->network = detail::make_builtin_network(spec.model, spec.seed);
+    fingerprint = {{"kind", "builtin"}, {"model", spec.model}, {"seed", spec.seed}};
+  } else {
+    if (!file_size(spec.model)) {
+      std::string known;
+      for (const auto& name : detail::builtin_names()) known += (known.empty() ? "" : ", ") + name;
+      fail<InvalidInput>("model {}: no such file, and not a built-in model ({})", spec.model, known);
+    }
+    impl->preset = load_preset(spec.preset_path.empty() ? default_preset_path(spec.model)
+                                                        : spec.preset_path);
+    torch::jit::Module module;
+    try {
+      module = torch::jit::load(spec.model, c10::Device(c10::kCPU));
+    } catch (const c10::Error& e) {
+      fail<InvalidInput>("model {}: cannot load it as TorchScript: {}", spec.model, brief(e));
+    }
+    impl->network = std::make_unique<TorchScriptNetwork>(std::move(module), spec.model);
+    fingerprint = {{"kind", "torchscript"}, {"model", spec.model}, {"sha256", sha256_file(spec.model)}};
+  }
+  fingerprint["preset"] = preset_to_json(impl->preset);
+  fingerprint["precision"] = spec.precision;
+  fingerprint["output_dim"] = impl->preset.output_dim;
+  fingerprint["device"] = impl->device.is_cuda() ? "cuda" : "cpu";
+  fingerprint["libtorch"] = TORCH_VERSION;
+  impl->fingerprint = std::move(fingerprint);
+
+  const auto& p = impl->preset;
+  impl->mean = torch::tensor(std::vector<float>(p.mean.begin(), p.mean.end())).view({1, 3, 1, 1});
+  impl->std = torch::tensor(std::vector<float>(p.std.begin(), p.std.end())).view({1, 3, 1, 1});
+
+  Model model(std::move(impl));
+  const std::string where = fmt::format("on {} at precision {}", model.impl_->device.str(), spec.precision);
+  try {
+    model.impl_->network->to(model.impl_->device, model.impl_->dtype);
+    const std::vector<uint8_t> probe(static_cast<size_t>(p.input_size) * p.input_size * 3, 128);
+    c10::InferenceMode guard;
+    model.impl_->run(model.prepare(probe.data(), 1, p.input_size).impl_->input);
+  } catch (const c10::Error& e) {
+    const bool fp16_cpu = spec.precision == "fp16" && !model.impl_->device.is_cuda();
+    fail<InvalidInput>("model {}: a probe image failed {}: {}{}", spec.model, where, brief(e),
+                       fp16_cpu ? " (libtorch has no fp16 kernels for this on CPU: use bf16 or fp32)"
+                                : "");
+  } catch (const InvalidInput&) {
+    throw;
+  } catch (const Error& e) {
+    throw InvalidInput(e.what());
+  }
+  return model;
+}
+
+int Model::output_dim() const { return impl_->preset.output_dim; }
+int Model::input_size() const { return impl_->preset.input_size; }
+const Preset& Model::preset() const { return impl_->preset; }
+const nlohmann::json& Model::fingerprint() const { return impl_->fingerprint; }
+
+PreparedBatch Model::prepare(const uint8_t* rgb, int n, int patch_size) const {
+  if (n < 0 || patch_size < 1) {
+    fail<InvalidInput>("model {}: cannot prepare {} patches of side {}", impl_->label, n, patch_size);
+  }
+  c10::InferenceMode guard;
+  const int64_t size = impl_->preset.input_size;
+  PreparedBatch batch;
+  if (n == 0) {
+    batch.impl_->input = at::empty({0, 3, size, size}, at::TensorOptions().dtype(impl_->dtype));
+    return batch;
+  }
+  // from_blob does not write through the pointer; the first conversion copies.
+  const at::Tensor pixels = at::from_blob(const_cast<uint8_t*>(rgb), {n, patch_size, patch_size, 3}, at::kByte);
+  at::Tensor x = pixels.permute({0, 3, 1, 2})
+                     .to(at::kFloat, /*non_blocking=*/false, /*copy=*/false, at::MemoryFormat::Contiguous)
+                     .div_(255.0);
+  if (patch_size != size) {
+    x = at::upsample_bilinear2d(x, {size, size}, /*align_corners=*/false, c10::nullopt, c10::nullopt);
+  }
+  x.sub_(impl_->mean).div_(impl_->std);
+  if (impl_->dtype != at::kFloat) x = x.to(impl_->dtype);
+  if (impl_->device.is_cuda()) x = x.pin_memory();
+  batch.impl_->input = std::move(x);
+  return batch;
+}
+
+void Model::forward(const PreparedBatch& batch, float* out) const {
+  const at::Tensor& input = batch.impl_->input;
+  const int64_t size = impl_->preset.input_size;
+  if (!input.defined() || input.dim() != 4 || input.size(1) != 3 || input.size(2) != size ||
+      input.size(3) != size || input.scalar_type() != impl_->dtype) {
+    fail<InvalidInput>("model {}: the batch was not prepared by this model", impl_->label);
+  }
+  const int64_t n = input.size(0);
+  if (n == 0) return;
+  c10::InferenceMode guard;
+  at::Tensor result;
+  try {
+    result = impl_->run(input);
+  } catch (const c10::Error& e) {
+    fail("model {}: inference on a batch of {} failed: {}", impl_->label, n, brief(e));
+  }
+  std::memcpy(out, result.data_ptr<float>(), static_cast<size_t>(n) * impl_->preset.output_dim * sizeof(float));
+}
+
+std::vector<float> Model::embed(const uint8_t* rgb, int n, int patch_size) const {
+  std::vector<float> out(static_cast<size_t>(n) * output_dim());
+  forward(prepare(rgb, n, patch_size), out.data());
+  return out;
+}
+
+bool cuda_available() { return torch::cuda::is_available(); }
+int cuda_device_count() { return static_cast<int>(torch::cuda::device_count()); }
+std::vector<std::string> builtin_model_names() { return detail::builtin_names(); }
+
+}  // namespace tessera::embed

@@ -1,0 +1,118 @@
+// The model layer of the embed stage: loads a built-in architecture or a TorchScript file, turns
+// uint8 RGB patches into normalised input, and runs inference to float32 embeddings. libtorch is
+// confined to model.cpp and builtin_models.cpp; this header is torch-free.
+//
+// Built-in models are randomly initialised, NOT pretrained: they reproduce the shapes and the
+// compute cost of real pathology foundation models for benchmarks and tests, and their embeddings
+// carry no biological meaning. Real models are exported to TorchScript with
+// stages/embed/tools/export_torchscript.py and loaded by path.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "stages/embed/preset.h"
+
+namespace tessera::embed {
+
+struct ModelSpec {
+  // A built-in name (see builtin_model_names()) or the path of a TorchScript file.
+  std::string model;
+  // Optional preset file. Default for TorchScript: the model path with its extension replaced by
+  // .ini, else .json (the files export_torchscript.py writes). Default for built-ins: their own
+  // preset; a preset given here overrides it (e.g. vit-l16 with configs/models/uni.ini), provided
+  // its output_dim matches what the network produces.
+  std::string preset_path;
+  uint64_t seed = 0;              // weight initialisation of built-ins; ignored for TorchScript
+  std::string device = "cpu";     // "cpu", "cuda", or "auto" (cuda when available)
+  // CUDA device ordinal; taken modulo cuda_device_count(), so a rank may pass its node-local rank.
+  int device_index = 0;
+  std::string precision = "fp32";  // "fp32", "bf16" or "fp16" (module and input are cast to it)
+  // Intra-op threads of libtorch (a process-wide setting); 0 = std::thread::hardware_concurrency().
+  int torch_threads = 0;
+};
+
+class Model;
+
+// A preprocessed batch: normalised input [n, 3, I, I] in the model's precision, in pinned host
+// memory when the model runs on CUDA. Move-only; made by Model::prepare.
+class PreparedBatch {
+ public:
+  PreparedBatch();
+  ~PreparedBatch();
+  PreparedBatch(PreparedBatch&&) noexcept;
+  PreparedBatch& operator=(PreparedBatch&&) noexcept;
+  PreparedBatch(const PreparedBatch&) = delete;
+  PreparedBatch& operator=(const PreparedBatch&) = delete;
+  int size() const;  // number of images n
+
+ private:
+  friend class Model;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+class Model {
+ public:
+  // Builds or loads the model, moves it to the device at the requested precision, sets the torch
+  // thread count, and runs one probe image through it to check that it works there and returns
+  // preset().output_dim values per image. Throws InvalidInput, naming the model (and preset file),
+  // for: an unknown built-in name, a missing, unreadable or non-TorchScript file, a missing or bad
+  // preset, an unknown device or precision, cuda requested where it is unavailable, a
+  // precision the device does not support (fp16 on CPU with libtorch 1.13), an output whose shape
+  // or dimension disagrees with the preset. Not thread-safe with other load() calls (the thread
+  // count is process-wide).
+  static Model load(const ModelSpec& spec);
+
+  Model(Model&&) noexcept;
+  Model& operator=(Model&&) noexcept;
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+  ~Model();
+
+  int output_dim() const;  // D, floats per image returned by forward
+  int input_size() const;  // I, the model's input side
+  const Preset& preset() const;
+
+  // Identifies what produced the embeddings: kind (builtin|torchscript), model (built-in name or
+  // file path), seed (built-ins) or sha256 (file contents), the preset fields, precision,
+  // output_dim, device type and the libtorch version.
+  const nlohmann::json& fingerprint() const;
+
+  // Preprocesses n patches of side patch_size (uint8 RGB, interleaved, [n, S, S, 3]) exactly as
+  // preprocess_reference() defines: scaled to [0, 1], resized bilinearly (align_corners=false,
+  // no antialiasing) when S != input_size(), normalised with the preset's mean and std, cast to
+  // the model precision. Copies the input; `rgb` may be reused on return. n == 0 is allowed.
+  // Thread-safe: may run on one thread while forward() runs on another.
+  PreparedBatch prepare(const uint8_t* rgb, int n, int patch_size) const;
+
+  // Runs inference (torch::InferenceMode) and writes batch.size() * output_dim() float32 values
+  // to `out`, row-major, whatever the precision. Token outputs are pooled per the preset. Throws
+  // Error naming the model when libtorch fails (e.g. out of memory) or the output shape is wrong.
+  // Calls to forward() on one Model must not overlap; prepare() may run concurrently.
+  // Determinism: a given built-in + seed + input gives bit-identical output across runs with the
+  // same thread count and batch size on the same machine; see docs for batch-size effects.
+  void forward(const PreparedBatch& batch, float* out) const;
+
+  // prepare + forward.
+  std::vector<float> embed(const uint8_t* rgb, int n, int patch_size) const;
+
+ private:
+  struct Impl;
+  explicit Model(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Whether this libtorch build sees a CUDA device, and how many.
+bool cuda_available();
+int cuda_device_count();
+
+// Names accepted as ModelSpec::model without a file: vit-tiny, vit-s16, vit-b16, vit-l16,
+// vit-h14, vit-g14, resnet50-trunc.
+std::vector<std::string> builtin_model_names();
+
+}  // namespace tessera::embed

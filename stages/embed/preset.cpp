@@ -1,0 +1,180 @@
+#include "stages/embed/preset.h"
+
+#include <algorithm>
+#include <charconv>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <vector>
+
+#include <boost/program_options.hpp>
+
+#include "common/error.h"
+
+namespace tessera::embed {
+namespace {
+
+namespace po = boost::program_options;
+
+const char* const kKeys[] = {"name",   "version",    "hf_hub_id", "input_size",   "mean",
+                             "std",    "output_dim", "pooling",   "prefix_tokens"};
+const char* const kRequired[] = {"name", "input_size", "mean", "std", "output_dim", "pooling"};
+
+using KeyValues = std::map<std::string, std::string>;
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::string trim(const std::string& s) {
+  const auto begin = s.find_first_not_of(" \t\r\n");
+  if (begin == std::string::npos) return {};
+  return s.substr(begin, s.find_last_not_of(" \t\r\n") - begin + 1);
+}
+
+KeyValues read_ini(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) fail<InvalidInput>("preset {}: cannot open the file", path);
+  po::options_description desc;
+  for (const char* key : kKeys) desc.add_options()(key, po::value<std::string>());
+  po::variables_map values;
+  try {
+    po::store(po::parse_config_file(in, desc, /*allow_unregistered=*/false), values);
+  } catch (const po::error& e) {
+    fail<InvalidInput>("preset {}: {}", path, e.what());
+  }
+  KeyValues kv;
+  for (const auto& [key, value] : values) kv[key] = trim(value.as<std::string>());
+  return kv;
+}
+
+KeyValues read_json(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) fail<InvalidInput>("preset {}: cannot open the file", path);
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    fail<InvalidInput>("preset {}: not valid JSON: {}", path, e.what());
+  }
+  if (!doc.is_object()) fail<InvalidInput>("preset {}: expected a JSON object", path);
+  KeyValues kv;
+  for (const auto& [key, value] : doc.items()) {
+    if (std::find(std::begin(kKeys), std::end(kKeys), key) == std::end(kKeys)) {
+      fail<InvalidInput>("preset {}: unknown key '{}'", path, key);
+    }
+    if (value.is_string()) {
+      kv[key] = value.get<std::string>();
+    } else if (value.is_array()) {
+      std::string joined;
+      for (const auto& item : value) joined += (joined.empty() ? "" : ",") + item.dump();
+      kv[key] = joined;
+    } else {
+      kv[key] = value.dump();
+    }
+  }
+  return kv;
+}
+
+int parse_positive_int(const std::string& path, const std::string& key, const std::string& text,
+                       int minimum) {
+  int value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || value < minimum) {
+    fail<InvalidInput>("preset {}: key '{}' must be an integer >= {}, got '{}'", path, key, minimum,
+                       text);
+  }
+  return value;
+}
+
+std::array<float, 3> parse_triple(const std::string& path, const std::string& key,
+                                  const std::string& text, bool positive) {
+  std::string spaced = text;
+  for (char& c : spaced) {
+    if (c == ',') c = ' ';
+  }
+  std::istringstream words(spaced);
+  std::vector<float> numbers;
+  std::string word;
+  while (words >> word) {
+    float value = 0;
+    const auto [end, ec] = std::from_chars(word.data(), word.data() + word.size(), value);
+    if (ec != std::errc() || end != word.data() + word.size() || (positive && !(value > 0))) {
+      fail<InvalidInput>("preset {}: key '{}' has a bad {}number '{}'", path, key,
+                         positive ? "(non-positive) " : "", word);
+    }
+    numbers.push_back(value);
+  }
+  if (numbers.size() != 3) {
+    fail<InvalidInput>("preset {}: key '{}' needs 3 numbers (R, G, B), got {} in '{}'", path, key,
+                       numbers.size(), text);
+  }
+  return {numbers[0], numbers[1], numbers[2]};
+}
+
+}  // namespace
+
+std::string pooling_name(Pooling pooling) {
+  switch (pooling) {
+    case Pooling::kCls:
+      return "cls";
+    case Pooling::kMeanPatch:
+      return "mean_patch";
+    case Pooling::kClsMeanConcat:
+      return "cls_mean_concat";
+  }
+  return "unknown";
+}
+
+Pooling parse_pooling(const std::string& text) {
+  for (Pooling p : {Pooling::kCls, Pooling::kMeanPatch, Pooling::kClsMeanConcat}) {
+    if (text == pooling_name(p)) return p;
+  }
+  fail<InvalidInput>("unknown pooling '{}' (expected cls, mean_patch or cls_mean_concat)", text);
+}
+
+Preset load_preset(const std::string& path) {
+  const KeyValues kv = ends_with(path, ".json") ? read_json(path) : read_ini(path);
+  for (const char* key : kRequired) {
+    if (kv.count(key) == 0) fail<InvalidInput>("preset {}: missing required key '{}'", path, key);
+  }
+  const auto optional = [&](const char* key) -> std::optional<std::string> {
+    const auto it = kv.find(key);
+    return it == kv.end() ? std::nullopt : std::optional<std::string>(it->second);
+  };
+
+  Preset preset;
+  preset.source_path = path;
+  preset.name = kv.at("name");
+  if (preset.name.empty()) fail<InvalidInput>("preset {}: key 'name' is empty", path);
+  preset.version = optional("version").value_or(preset.version);
+  preset.hf_hub_id = optional("hf_hub_id").value_or("");
+  preset.input_size = parse_positive_int(path, "input_size", kv.at("input_size"), 1);
+  preset.output_dim = parse_positive_int(path, "output_dim", kv.at("output_dim"), 1);
+  preset.mean = parse_triple(path, "mean", kv.at("mean"), /*positive=*/false);
+  preset.std = parse_triple(path, "std", kv.at("std"), /*positive=*/true);
+  try {
+    preset.pooling = parse_pooling(kv.at("pooling"));
+  } catch (const InvalidInput& e) {
+    fail<InvalidInput>("preset {}: key 'pooling': {}", path, e.what());
+  }
+  if (const auto prefix = optional("prefix_tokens")) {
+    preset.prefix_tokens = parse_positive_int(path, "prefix_tokens", *prefix, 1);
+  }
+  return preset;
+}
+
+nlohmann::json preset_to_json(const Preset& preset) {
+  return {{"name", preset.name},
+          {"version", preset.version},
+          {"hf_hub_id", preset.hf_hub_id},
+          {"input_size", preset.input_size},
+          {"mean", preset.mean},
+          {"std", preset.std},
+          {"output_dim", preset.output_dim},
+          {"pooling", pooling_name(preset.pooling)},
+          {"prefix_tokens", preset.prefix_tokens}};
+}
+
+}  // namespace tessera::embed

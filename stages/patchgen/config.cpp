@@ -1,0 +1,139 @@
+#include "stages/patchgen/config.h"
+
+#include <cmath>
+
+#include "common/error.h"
+
+namespace tessera::patchgen {
+
+void add_options(po::options_description& desc) {
+  po::options_description io("Input and output");
+  io.add_options()
+      ("manifest", po::value<std::string>()->required(),
+       "slide manifest CSV: slide_id,path[,patient_id][,mask_path][,metadata...]")
+      ("out", po::value<std::string>()->required(), "run directory (patchgen writes RUN/patchgen)")
+      ("overwrite", po::bool_switch(), "replace an existing patchgen run with another configuration")
+      ("fail-fast", po::bool_switch(), "stop at the first failed slide (exit code 3)")
+      ("progress-interval", po::value<double>()->default_value(5.0),
+       "seconds between progress reports of rank 0");
+  po::options_description grid("Patch grid");
+  grid.add_options()
+      ("patch-size", po::value<int>()->default_value(224), "patch side in pixels at the target resolution")
+      ("stride", po::value<int>()->default_value(0), "grid step in target pixels (0: patch size)")
+      ("mpp", po::value<double>()->default_value(0.5), "target resolution in micrometres per pixel")
+      ("mpp-tolerance", po::value<double>()->default_value(0.1),
+       "relative tolerance within which a pyramid level counts as the target resolution")
+      ("default-mpp", po::value<double>()->default_value(0.0),
+       "level-0 mpp for slides without resolution metadata (0: such slides fail)")
+      ("min-tissue", po::value<double>()->default_value(0.25),
+       "minimum tissue fraction under a patch for it to be kept");
+  po::options_description tissue("Tissue detection (CLAM-like; ignored for slides with mask_path)");
+  tissue.add_options()
+      ("seg-downsample", po::value<double>()->default_value(32.0),
+       "detect on the pyramid level nearest this downsample")
+      ("median-blur", po::value<int>()->default_value(7), "median filter size on saturation (odd)")
+      ("threshold", po::value<int>()->default_value(-1), "saturation threshold 0..255, -1: Otsu")
+      ("min-saturation", po::value<int>()->default_value(15), "lower bound of the Otsu threshold")
+      ("close-kernel", po::value<int>()->default_value(4), "morphological closing size, 0: off")
+      ("fill-holes", po::value<bool>()->default_value(true), "fill holes inside tissue")
+      ("min-area-um2", po::value<double>()->default_value(10000.0),
+       "drop tissue components smaller than this (level-0 square micrometres)")
+      ("min-hole-area-um2", po::value<double>()->default_value(0.0),
+       "keep holes larger than this as holes (0: fill all)");
+  po::options_description store("Patch store");
+  store.add_options()
+      ("encoding", po::value<std::string>()->default_value("raw"), "raw (uint8 pixels) or jpeg")
+      ("jpeg-quality", po::value<int>()->default_value(90), "JPEG quality 1..100 (encoding jpeg)")
+      ("compression", po::value<std::string>()->default_value("none"),
+       "none, deflate or deflate:1..9 (encoding raw)")
+      ("chunk-patches", po::value<int>()->default_value(64), "patches per HDF5 chunk and write")
+      ("partition-block", po::value<int64_t>()->default_value(1),
+       "block size of the block-cyclic partition of patches over ranks")
+      ("qc", po::value<bool>()->default_value(true), "write a QC PNG per slide");
+  po::options_description debug("Fault injection (tests only)");
+  debug.add_options()
+      ("debug-kill-rank", po::value<int>()->default_value(-1), "rank that kills itself (SIGKILL)")
+      ("debug-kill-after", po::value<int64_t>()->default_value(-1),
+       "... after writing this many patches");
+  desc.add(io).add(grid).add(tissue).add(store).add(debug);
+}
+
+namespace {
+
+template <typename T>
+T get(const po::variables_map& v, const char* name) {
+  return v[name].as<T>();
+}
+
+void require(bool ok, const char* option, const std::string& why) {
+  if (!ok) fail<InvalidInput>("invalid --{}: {}", option, why);
+}
+
+}  // namespace
+
+Config config_from(const po::variables_map& v) {
+  Config c;
+  c.manifest = get<std::string>(v, "manifest");
+  c.out = get<std::string>(v, "out");
+  c.overwrite = get<bool>(v, "overwrite");
+  c.fail_fast = get<bool>(v, "fail-fast");
+  c.progress_interval = get<double>(v, "progress-interval");
+  c.patch_size = get<int>(v, "patch-size");
+  c.stride = get<int>(v, "stride");
+  c.mpp = get<double>(v, "mpp");
+  c.mpp_tolerance = get<double>(v, "mpp-tolerance");
+  c.default_mpp = get<double>(v, "default-mpp");
+  c.min_tissue = get<double>(v, "min-tissue");
+  c.tissue.seg_downsample = get<double>(v, "seg-downsample");
+  c.tissue.median_blur = get<int>(v, "median-blur");
+  c.tissue.threshold = get<int>(v, "threshold");
+  c.tissue.min_saturation = get<int>(v, "min-saturation");
+  c.tissue.close_kernel = get<int>(v, "close-kernel");
+  c.tissue.fill_holes = get<bool>(v, "fill-holes");
+  c.tissue.min_area_um2 = get<double>(v, "min-area-um2");
+  c.tissue.min_hole_area_um2 = get<double>(v, "min-hole-area-um2");
+  c.layout.patch_size = c.patch_size;
+  c.layout.mpp = c.mpp;
+  c.layout.encoding = get<std::string>(v, "encoding");
+  c.layout.jpeg_quality = get<int>(v, "jpeg-quality");
+  c.layout.deflate_level = parse_compression(get<std::string>(v, "compression"));
+  c.layout.chunk_patches = get<int>(v, "chunk-patches");
+  c.partition_block = get<int64_t>(v, "partition-block");
+  c.qc = get<bool>(v, "qc");
+  c.debug_kill_rank = get<int>(v, "debug-kill-rank");
+  c.debug_kill_after = get<int64_t>(v, "debug-kill-after");
+
+  require(c.patch_size >= 8 && c.patch_size <= 4096, "patch-size", "must be in 8..4096");
+  require(c.stride >= 0 && c.stride <= 65536, "stride", "must be in 0..65536 (0: patch size)");
+  if (c.stride == 0) c.stride = c.patch_size;
+  require(std::isfinite(c.mpp) && c.mpp > 0, "mpp", "must be positive");
+  require(c.mpp_tolerance >= 0 && c.mpp_tolerance < 1, "mpp-tolerance", "must be in [0, 1)");
+  require(c.default_mpp >= 0, "default-mpp", "must be >= 0");
+  require(c.min_tissue >= 0 && c.min_tissue <= 1, "min-tissue", "must be in [0, 1]");
+  require(c.tissue.seg_downsample >= 1, "seg-downsample", "must be >= 1");
+  require(c.tissue.median_blur >= 1 && c.tissue.median_blur % 2 == 1, "median-blur",
+          "must be odd and >= 1");
+  require(c.tissue.threshold >= -1 && c.tissue.threshold <= 255, "threshold", "must be -1..255");
+  require(c.tissue.min_saturation >= 0 && c.tissue.min_saturation <= 255, "min-saturation",
+          "must be 0..255");
+  require(c.tissue.close_kernel >= 0, "close-kernel", "must be >= 0");
+  require(c.tissue.min_area_um2 >= 0, "min-area-um2", "must be >= 0");
+  require(c.tissue.min_hole_area_um2 >= 0, "min-hole-area-um2", "must be >= 0");
+  require(c.layout.encoding == "raw" || c.layout.encoding == "jpeg", "encoding",
+          "expected raw or jpeg");
+  require(c.layout.jpeg_quality >= 1 && c.layout.jpeg_quality <= 100, "jpeg-quality",
+          "must be 1..100");
+  require(c.layout.encoding == "raw" || c.layout.deflate_level == 0, "compression",
+          "applies to raw encoding only");
+  require(c.layout.chunk_patches >= 1 && c.layout.chunk_patches <= 4096, "chunk-patches",
+          "must be 1..4096");
+  require(c.partition_block >= 1, "partition-block", "must be >= 1");
+
+  c.config_ini = effective_config(v);
+  c.fingerprint_ini = effective_config(
+      v, {"manifest", "out", "overwrite", "fail-fast", "progress-interval", "debug-kill-rank",
+          "debug-kill-after"});
+  return c;
+}
+
+}  // namespace tessera::patchgen

@@ -1,0 +1,47 @@
+// patchgen's configuration: the option table (command line and INI file share it) and the typed
+// Config that run() takes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "common/options.h"
+#include "stages/patchgen/store.h"
+#include "stages/patchgen/tissue.h"
+
+namespace tessera::patchgen {
+
+struct Config {
+  std::string manifest;
+  std::string out;               // run directory; patchgen writes RUN/patchgen/
+  int patch_size = 224;
+  int stride = 0;                // 0: patch_size
+  double mpp = 0.5;
+  double mpp_tolerance = 0.1;
+  double default_mpp = 0;        // 0: none; slides without resolution fail
+  double min_tissue = 0.25;
+  TissueParams tissue;
+  int64_t partition_block = 1;
+  StoreLayout layout;
+  bool qc = true;
+  bool overwrite = false;
+  bool fail_fast = false;
+  double progress_interval = 5;
+  int debug_kill_rank = -1;      // fault injection for tests: this rank SIGKILLs itself ...
+  int64_t debug_kill_after = -1; // ... after writing this many patches
+  // The effective configuration (INI text) and what the outputs depend on.
+  std::string config_ini;
+  std::string fingerprint_ini;   // config_ini minus run-control options
+};
+
+// Adds every patchgen option (with defaults and help) to `desc`.
+void add_options(po::options_description& desc);
+
+// Builds a Config from parsed options. Throws InvalidInput naming the option for values out of
+// range (patch size, stride, mpp, tissue parameters, encoding, compression).
+Config config_from(const po::variables_map& values);
+
+// The usage line for --help.
+inline constexpr const char* kUsage = "mpirun -np R patchgen --manifest FILE.csv --out RUN [options]";
+
+}  // namespace tessera::patchgen
