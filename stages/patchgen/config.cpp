@@ -38,7 +38,7 @@ void add_options(po::options_description& desc) {
       ("fill-holes", po::value<bool>()->default_value(true), "fill holes inside tissue")
       ("min-area-um2", po::value<double>()->default_value(10000.0),
        "drop tissue components smaller than this (level-0 square micrometres)")
-      ("min-hole-area-um2", po::value<double>()->default_value(0.0),
+      ("min-hole-area-um2", po::value<double>()->default_value(50000.0),
        "keep holes larger than this as holes (0: fill all)");
   po::options_description store("Patch store");
   store.add_options()

@@ -104,14 +104,17 @@ bool is_safe_slide_id(const std::string& id) {
   return true;
 }
 
-Manifest parse_manifest(const std::string& text, const std::string& manifest_path) {
-  std::vector<std::string> problems;
+namespace {
+
+// Parses what it can, appending every problem found to `problems`.
+Manifest parse_collecting(const std::string& text, const std::string& manifest_path,
+                          std::vector<std::string>& problems) {
   auto rows = parse_csv(text, problems);
   Manifest manifest;
   manifest.path = manifest_path;
   if (rows.empty()) {
     problems.push_back("no header row (expected at least `slide_id,path`)");
-    throw_problems(manifest_path, problems);
+    return manifest;
   }
   std::map<std::string, size_t> column;
   const auto& header = rows[0].fields;
@@ -131,7 +134,7 @@ Manifest parse_manifest(const std::string& text, const std::string& manifest_pat
       problems.push_back(fmt::format("line 1: required column '{}' is missing", required));
     }
   }
-  if (!problems.empty()) throw_problems(manifest_path, problems);
+  if (!problems.empty()) return manifest;
 
   const fs::path base = fs::path(manifest_path).parent_path();
   std::map<std::string, int> first_line_of;
@@ -167,6 +170,14 @@ Manifest parse_manifest(const std::string& text, const std::string& manifest_pat
     manifest.slides.push_back(std::move(entry));
   }
   if (manifest.slides.empty() && problems.empty()) problems.push_back("no slides listed");
+  return manifest;
+}
+
+}  // namespace
+
+Manifest parse_manifest(const std::string& text, const std::string& manifest_path) {
+  std::vector<std::string> problems;
+  Manifest manifest = parse_collecting(text, manifest_path, problems);
   if (!problems.empty()) throw_problems(manifest_path, problems);
   return manifest;
 }
@@ -197,11 +208,12 @@ Manifest load_manifest(const std::string& path, bool check_files) {
   } catch (const Error& e) {
     fail<InvalidInput>("cannot read manifest: {}", e.what());
   }
-  Manifest manifest = parse_manifest(text, path);
+  std::vector<std::string> problems;
+  Manifest manifest = parse_collecting(text, path, problems);
   if (check_files) {
-    auto problems = check_manifest_files(manifest);
-    if (!problems.empty()) throw_problems(path, problems);
+    for (auto& p : check_manifest_files(manifest)) problems.push_back(std::move(p));
   }
+  if (!problems.empty()) throw_problems(path, problems);
   return manifest;
 }
 

@@ -1,0 +1,266 @@
+// patchgen end to end: the executable under mpirun with 1..3 ranks on generated slides and the
+// real openslide-python fixtures; outputs, exit codes, reruns and a killed rank.
+#include <openslide/openslide.h>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+
+#include "common/fs.h"
+#include "common/h5.h"
+#include "common/marker.h"
+#include "stages/patchgen/digest.h"
+#include "stages/patchgen/store.h"
+#include "stages/synthslide/synthslide.h"
+#include "tests/e2e/e2e_util.h"
+
+namespace tessera::e2e {
+namespace {
+
+const std::string kPatchgen = TESSERA_PATCHGEN;
+const std::string kFixtures = std::string(TESSERA_FIXTURES_DIR) + "/openslide-python/";
+
+// Three small synthetic slides, generated once for the whole test program.
+class Cohort : public ::testing::Environment {
+ public:
+  static fs::path dir() { return fs::temp_directory_path() / fmt::format("tessera_cohort_{}", ::getpid()); }
+  void SetUp() override {
+    fs::create_directories(dir());
+    const int sizes[3][2] = {{3000, 2200}, {2400, 2600}, {2000, 1500}};
+    for (int i = 0; i < 3; ++i) {
+      synth::SlideSpec spec;
+      spec.path = (dir() / fmt::format("s{}.tif", i)).string();
+      spec.width = sizes[i][0];
+      spec.height = sizes[i][1];
+      spec.seed = 100 + i;
+      spec.mpp = i == 1 ? 0.25 : 0.5;  // slide 1 is read at level 1 (0.5 um/px)
+      synth::write_slide(spec);
+    }
+    write_text((dir() / "manifest.csv").string(),
+               "slide_id,path,patient_id,site\n"
+               "A,s0.tif,P1,lyon\nB,s1.tif,P1,lyon\nC,s2.tif,P2,\"nice, fr\"\n");
+  }
+  void TearDown() override {
+    if (!::testing::UnitTest::GetInstance()->Failed()) fs::remove_all(dir());
+  }
+};
+
+const std::string kSmallGrid = " --patch-size 128 --chunk-patches 16";
+
+std::string patchgen(int ranks, const std::string& manifest, const std::string& out,
+                     const std::string& extra = "") {
+  return mpirun(ranks) + kPatchgen + " --manifest " + manifest + " --out " + out + kSmallGrid +
+         " --progress-interval 0.5 " + extra;
+}
+
+std::string manifest() { return (Cohort::dir() / "manifest.csv").string(); }
+
+TEST(PatchgenE2E, IndexAndPixelsIdenticalForOneTwoThreeRanks) {
+  TempDir tmp("pg_ranks");
+  std::vector<patchgen::RunDigest> digests;
+  for (int ranks = 1; ranks <= 3; ++ranks) {
+    const std::string out = tmp / fmt::format("run{}", ranks);
+    std::string log;
+    ASSERT_EQ(run_command(patchgen(ranks, manifest(), out), &log), 0) << log;
+    digests.push_back(patchgen::digest_run(out + "/patchgen"));
+    for (int r = 0; r < ranks; ++r) {
+      EXPECT_TRUE(fs::exists(fmt::format("{}/patchgen/shards/rank-{:05d}.h5", out, r)));
+      EXPECT_TRUE(fs::exists(fmt::format("{}/patchgen/markers/rank-{:05d}.json", out, r)));
+    }
+    for (const char* id : {"A", "B", "C"}) {
+      EXPECT_TRUE(fs::exists(fmt::format("{}/patchgen/qc/{}.png", out, id)));
+    }
+  }
+  EXPECT_GT(digests[0].patches, 100);
+  for (int r = 1; r < 3; ++r) {
+    EXPECT_EQ(digests[r].patches, digests[0].patches);
+    EXPECT_EQ(digests[r].index_sha256, digests[0].index_sha256) << "ranks " << r + 1;
+    EXPECT_EQ(digests[r].pixels_sha256, digests[0].pixels_sha256) << "ranks " << r + 1;
+  }
+}
+
+TEST(PatchgenE2E, IndexLayoutAndPixelsMatchOpenSlide) {
+  TempDir tmp("pg_layout");
+  const std::string out = tmp / "run";
+  std::string log;
+  ASSERT_EQ(run_command(patchgen(2, manifest(), out, "--partition-block 5"), &log), 0) << log;
+  h5::File index = h5::File::open(out + "/patchgen/index.h5", h5::Mode::kRead);
+  auto ids = index.open_dataset("patch_id").read_all<int64_t>();
+  auto slide = index.open_dataset("slide").read_all<int32_t>();
+  auto coords = index.open_dataset("coords").read_all<int64_t>();
+  auto shard = index.open_dataset("shard").read_all<int32_t>();
+  auto row = index.open_dataset("row").read_all<int64_t>();
+  ASSERT_FALSE(ids.empty());
+  EXPECT_TRUE(std::is_sorted(ids.begin(), ids.end()));
+  for (size_t i = 0; i < ids.size(); ++i) EXPECT_EQ(ids[i] >> 32, slide[i]);
+  h5::Group slides = index.open_group("slides");
+  EXPECT_EQ(slides.open_dataset("slide_id").read_strings(), (std::vector<std::string>{"A", "B", "C"}));
+  EXPECT_EQ(slides.open_dataset("status").read_strings(), (std::vector<std::string>{"ok", "ok", "ok"}));
+  EXPECT_EQ(slides.open_group("metadata").open_dataset("site").read_strings(),
+            (std::vector<std::string>{"lyon", "lyon", "nice, fr"}));
+  EXPECT_EQ(slides.open_dataset("level").read_all<int32_t>(), (std::vector<int32_t>{0, 1, 0}));
+  auto counts = slides.open_dataset("patch_count").read_all<int64_t>();
+  EXPECT_EQ(counts[0] + counts[1] + counts[2], static_cast<int64_t>(ids.size()));
+
+  // Every 7th patch: the stored pixels are openslide_read_region's, byte for byte.
+  const char* paths[3] = {"s0.tif", "s1.tif", "s2.tif"};
+  const int levels[3] = {0, 1, 0};
+  std::vector<uint32_t> argb(128 * 128);
+  std::vector<uint8_t> stored(128 * 128 * 3);
+  int checked = 0;
+  for (size_t i = 0; i < ids.size(); i += 7) {
+    patchgen::ShardReader reader(fmt::format("{}/patchgen/shards/rank-{:05d}.h5", out, shard[i]));
+    reader.read_patches({static_cast<uint64_t>(row[i])}, stored.data());
+    openslide_t* osr = openslide_open((Cohort::dir() / paths[slide[i]]).c_str());
+    ASSERT_NE(osr, nullptr);
+    openslide_read_region(osr, argb.data(), coords[2 * i], coords[2 * i + 1], levels[slide[i]], 128, 128);
+    ASSERT_EQ(openslide_get_error(osr), nullptr);
+    openslide_close(osr);
+    for (size_t p = 0; p < argb.size(); ++p) {
+      ASSERT_EQ(argb[p] >> 24, 255u);
+      ASSERT_EQ(stored[3 * p], static_cast<uint8_t>(argb[p] >> 16)) << "patch " << ids[i];
+      ASSERT_EQ(stored[3 * p + 1], static_cast<uint8_t>(argb[p] >> 8));
+      ASSERT_EQ(stored[3 * p + 2], static_cast<uint8_t>(argb[p]));
+    }
+    ++checked;
+  }
+  EXPECT_GT(checked, 10);
+}
+
+TEST(PatchgenE2E, KilledRankThenRerunEqualsUninterruptedRun) {
+  TempDir tmp("pg_kill");
+  std::string log;
+  ASSERT_EQ(run_command(patchgen(2, manifest(), tmp / "clean"), &log), 0) << log;
+  const std::string out = tmp / "killed";
+  int code = run_command(patchgen(2, manifest(), out, "--debug-kill-rank 1 --debug-kill-after 25"), &log);
+  EXPECT_NE(code, 0) << log;
+  EXPECT_FALSE(fs::exists(out + "/patchgen/_SUCCESS"));
+  EXPECT_FALSE(fs::exists(out + "/patchgen/markers/rank-00001.json"));
+  ASSERT_EQ(run_command(patchgen(2, manifest(), out), &log), 0) << log;
+  EXPECT_NE(log.find("resuming"), std::string::npos) << log;
+  auto clean = patchgen::digest_run(tmp / "clean/patchgen");
+  auto rerun = patchgen::digest_run(out + "/patchgen");
+  EXPECT_EQ(rerun.index_sha256, clean.index_sha256);
+  EXPECT_EQ(rerun.pixels_sha256, clean.pixels_sha256);
+  // A third run finds the stage complete and changes nothing.
+  ASSERT_EQ(run_command(patchgen(2, manifest(), out), &log), 0) << log;
+  EXPECT_NE(log.find("already complete"), std::string::npos) << log;
+}
+
+TEST(PatchgenE2E, ChangedConfigOrWorldSizeRefusedUnlessOverwrite) {
+  TempDir tmp("pg_refuse");
+  const std::string out = tmp / "run";
+  std::string log;
+  ASSERT_EQ(run_command(patchgen(1, manifest(), out), &log), 0) << log;
+  EXPECT_EQ(run_command(patchgen(1, manifest(), out, "--min-tissue 0.9"), &log), 2) << log;
+  EXPECT_NE(log.find("different configuration"), std::string::npos) << log;
+  EXPECT_EQ(run_command(patchgen(2, manifest(), out), &log), 2) << log;
+  EXPECT_NE(log.find("1 ranks"), std::string::npos) << log;
+  ASSERT_EQ(run_command(patchgen(2, manifest(), out, "--min-tissue 0.9 --overwrite"), &log), 0) << log;
+  EXPECT_TRUE(fs::exists(out + "/patchgen/_SUCCESS"));
+}
+
+TEST(PatchgenE2E, ConcurrentRunFailsFastOnTheLock) {
+  TempDir tmp("pg_lock");
+  const std::string out = tmp / "run";
+  fs::create_directories(out + "/patchgen");
+  auto lock = FileLock::try_acquire(out + "/patchgen/.lock");
+  ASSERT_TRUE(lock.has_value());
+  std::string log;
+  EXPECT_EQ(run_command(patchgen(1, manifest(), out), &log), 2) << log;
+  EXPECT_NE(log.find("locked"), std::string::npos) << log;
+}
+
+TEST(PatchgenE2E, InvalidManifestListsEveryProblemAndWritesNothing) {
+  TempDir tmp("pg_manifest");
+  write_text(tmp / "m.csv",
+             "slide_id,path\nA," + (Cohort::dir() / "s0.tif").string() +
+                 "\nA,x.tif\nbad id,y.tif\n");
+  std::string log;
+  EXPECT_EQ(run_command(patchgen(2, tmp / "m.csv", tmp / "run"), &log), 2) << log;
+  EXPECT_NE(log.find("duplicate slide_id 'A'"), std::string::npos) << log;
+  EXPECT_NE(log.find("'bad id' is not a safe file name"), std::string::npos) << log;
+  EXPECT_NE(log.find("x.tif' does not exist"), std::string::npos) << log;
+  EXPECT_FALSE(fs::exists(tmp / "run"));
+  EXPECT_EQ(run_command(mpirun(1) + kPatchgen + " --manifest " + manifest() + " --out " +
+                        (tmp / "run") + " --patch-sise 3", &log), 2) << log;
+  EXPECT_NE(log.find("patch-sise"), std::string::npos) << log;
+  EXPECT_EQ(run_command(mpirun(1) + kPatchgen + " --help", &log), 0) << log;
+  EXPECT_NE(log.find("--min-tissue arg (=0.25)"), std::string::npos) << log;
+  EXPECT_FALSE(fs::exists(tmp / "run"));
+}
+
+TEST(PatchgenE2E, BadSlidesAreRecordedWithReasonsAndExitCodeThree) {
+  TempDir tmp("pg_bad");
+  // Corrupt TIFF (garbage), truncated TIFF, zero tissue, missing mpp, and the real fixtures.
+  write_text(tmp / "corrupt.tif", "II*\0garbage that is not a TIFF directory");
+  {
+    const std::string full = tmp / "full.tif";
+    synth::SlideSpec spec;
+    spec.path = full;
+    spec.width = 2000;
+    spec.height = 1500;
+    spec.seed = 7;
+    synth::write_slide(spec);
+    std::string bytes = read_file(full);
+    write_text(tmp / "truncated.tif", bytes.substr(0, bytes.size() / 2));
+    spec.path = tmp / "blank.tif";
+    spec.tissue_fraction = 0;
+    synth::write_slide(spec);
+    spec.path = tmp / "nompp.tif";
+    spec.tissue_fraction = 0.35;
+    spec.write_resolution = false;
+    synth::write_slide(spec);
+  }
+  for (const char* f : {"unreadable.svs", "unopenable.tiff", "boxes_0.dcm", "small.svs", "boxes.tiff"}) {
+    fs::copy_file(kFixtures + f, tmp / f);
+  }
+  write_text(tmp / "m.csv",
+             "slide_id,path\ngood,full.tif\ncorrupt,corrupt.tif\ntruncated,truncated.tif\n"
+             "blank,blank.tif\nnompp,nompp.tif\nunreadable,unreadable.svs\n"
+             "unopenable,unopenable.tiff\ndicom,boxes_0.dcm\nsmall,small.svs\nboxes,boxes.tiff\n");
+  std::string log;
+  ASSERT_EQ(run_command(patchgen(2, tmp / "m.csv", tmp / "run"), &log), 3) << log;
+  auto summary = read_json_file(tmp / "run/patchgen/_SUCCESS");
+  ASSERT_TRUE(summary.has_value());
+  EXPECT_EQ((*summary)["slides_ok"], 1);
+  EXPECT_EQ((*summary)["exit_code"], 3);
+  h5::File index = h5::File::open(tmp / "run/patchgen/index.h5", h5::Mode::kRead);
+  h5::Group slides = index.open_group("slides");
+  auto status = slides.open_dataset("status").read_strings();
+  auto reason = slides.open_dataset("reason").read_strings();
+  auto counts = slides.open_dataset("patch_count").read_all<int64_t>();
+  EXPECT_EQ(status[0], "ok");
+  EXPECT_GT(counts[0], 0);
+  auto expect_failed = [&](int i, const std::string& why) {
+    EXPECT_EQ(status[i], "failed") << i;
+    EXPECT_EQ(counts[i], 0) << i;
+    EXPECT_NE(reason[i].find(why), std::string::npos) << i << ": " << reason[i];
+  };
+  expect_failed(1, "cannot open slide");
+  expect_failed(2, "truncated.tif");
+  expect_failed(3, "no tissue detected");
+  expect_failed(4, "has no resolution");
+  expect_failed(5, "unreadable.svs");
+  expect_failed(6, "cannot open slide");
+  expect_failed(7, "unsupported or missing format");
+  expect_failed(8, "no tissue");  // 16 x 16 px: too small for any patch
+  expect_failed(9, "");           // 300 x 250 px boxes, no tissue-like saturation
+  auto ids = index.open_dataset("slide").read_all<int32_t>();
+  EXPECT_TRUE(std::all_of(ids.begin(), ids.end(), [](int32_t s) { return s == 0; }));
+
+  // --fail-fast stops with exit code 3 and leaves no _SUCCESS.
+  EXPECT_EQ(run_command(patchgen(2, tmp / "m.csv", tmp / "ff", "--fail-fast"), &log), 3) << log;
+  EXPECT_FALSE(fs::exists(tmp / "ff/patchgen/_SUCCESS"));
+}
+
+}  // namespace
+}  // namespace tessera::e2e
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  ::testing::AddGlobalTestEnvironment(new tessera::e2e::Cohort);
+  tessera::h5::init();
+  return RUN_ALL_TESTS();
+}
