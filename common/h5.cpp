@@ -497,6 +497,22 @@ void Dataset::append(const void* data, hsize_t rows) {
   extend_and_write(id(), mtype.id(), std::move(dims), rows, data, w);
 }
 
+void Dataset::append_floats(const float* data, hsize_t rows) {
+  const Where w{file_, path_};
+  if (rows == 0) return;
+  std::vector<hsize_t> dims = dataset_dims(id(), w);
+  if (dims.empty())
+    fail<IoError>("HDF5: cannot append to scalar dataset '{}' in '{}'", path_, file_);
+  extend_and_write(id(), H5T_NATIVE_FLOAT, std::move(dims), rows, data, w);
+}
+
+void Dataset::read_rows_as_floats(float* data, hsize_t first, hsize_t rows) const {
+  const Where w{file_, path_};
+  const std::vector<hsize_t> dims = dataset_dims(id(), w);
+  require_rows(dims, first, rows, w);
+  if (rows > 0) read_row_block(id(), H5T_NATIVE_FLOAT, dims, first, rows, data, w);
+}
+
 void Dataset::write_rows(const void* data, hsize_t first, hsize_t rows) {
   const Where w{file_, path_};
   Handle mtype = fixed_mem_type(id(), w);

@@ -70,6 +70,10 @@ class Dataset {
   // elements of the dataset's element type (not for var-length types). "The dataset's element
   // type" below means its native in-memory equivalent (uint16_t raw bits for kFloat16).
   void append(const void* data, hsize_t rows);
+  // Appends / reads float32 values whatever the stored floating type (HDF5 converts, e.g. to and
+  // from IEEE half for kFloat16 datasets).
+  void append_floats(const float* data, hsize_t rows);
+  void read_rows_as_floats(float* data, hsize_t first, hsize_t rows) const;
   // Writes / reads rows [first, first+rows) of a fixed-size-element dataset.
   void write_rows(const void* data, hsize_t first, hsize_t rows);
   void read_rows(void* data, hsize_t first, hsize_t rows) const;

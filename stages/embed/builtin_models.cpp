@@ -13,7 +13,8 @@ namespace {
 namespace nn = torch::nn;
 
 // Shape of a ViT. mlp_hidden is the width of the first MLP layer; a SwiGLU ("packed", as timm's
-// SwiGLUPacked) MLP splits it into gate and value halves, so its second layer is mlp_hidden / 2 wide.
+// SwiGLUPacked) MLP splits it into gate and value halves, so its second layer is mlp_hidden / 2
+// wide.
 struct VitShape {
   int width, depth, heads, patch, mlp_hidden;
   bool swiglu;
@@ -64,7 +65,8 @@ class AttentionImpl : public nn::Module {
 
   torch::Tensor forward(const torch::Tensor& x) {
     const int64_t n = x.size(0), t = x.size(1), c = x.size(2);
-    const auto qkv = qkv_->forward(x).reshape({n, t, 3, heads_, c / heads_}).permute({2, 0, 3, 1, 4});
+    const auto qkv =
+        qkv_->forward(x).reshape({n, t, 3, heads_, c / heads_}).permute({2, 0, 3, 1, 4});
     const auto q = qkv[0] * scale_;
     const auto attention = torch::matmul(q, qkv[1].transpose(-2, -1)).softmax(-1);
     return proj_->forward(torch::matmul(attention, qkv[2]).transpose(1, 2).reshape({n, t, c}));
@@ -149,8 +151,8 @@ class VitImpl : public nn::Module {
     auto x = patch_embed_->forward(input).flatten(2).transpose(1, 2);
     x = torch::cat({cls_token_.expand({n, -1, -1}), x}, 1) + pos_embed_;
     if (reg_tokens_.defined()) {
-      x = torch::cat({x.narrow(1, 0, 1), reg_tokens_.expand({n, -1, -1}), x.narrow(1, 1, x.size(1) - 1)},
-                     1);
+      x = torch::cat(
+          {x.narrow(1, 0, 1), reg_tokens_.expand({n, -1, -1}), x.narrow(1, 1, x.size(1) - 1)}, 1);
     }
     for (const auto& block : *blocks_) x = block->as<Block>()->forward(x);
     return norm_->forward(x);
@@ -179,8 +181,8 @@ class BottleneckImpl : public nn::Module {
         conv3_(register_module("conv3", conv(planes, planes * 4, 1, 1, 0))),
         bn3_(register_module("bn3", nn::BatchNorm2d(planes * 4))) {
     if (stride != 1 || in != planes * 4) {
-      downsample_ = register_module(
-          "downsample", nn::Sequential(conv(in, planes * 4, 1, stride, 0), nn::BatchNorm2d(planes * 4)));
+      downsample_ = register_module("downsample", nn::Sequential(conv(in, planes * 4, 1, stride, 0),
+                                                                 nn::BatchNorm2d(planes * 4)));
     }
   }
 
@@ -206,9 +208,9 @@ TORCH_MODULE(Bottleneck);
 class ResNet50TruncImpl : public nn::Module {
  public:
   ResNet50TruncImpl() {
-    stem_ = register_module("stem", nn::Sequential(conv(3, 64, 7, 2, 3), nn::BatchNorm2d(64),
-                                                   nn::ReLU(),
-                                                   nn::MaxPool2d(nn::MaxPool2dOptions(3).stride(2).padding(1))));
+    stem_ = register_module(
+        "stem", nn::Sequential(conv(3, 64, 7, 2, 3), nn::BatchNorm2d(64), nn::ReLU(),
+                               nn::MaxPool2d(nn::MaxPool2dOptions(3).stride(2).padding(1))));
     layers_ = register_module("layers", nn::Sequential());
     int in = 64;
     const int planes[] = {64, 128, 256}, blocks[] = {3, 4, 6}, strides[] = {1, 2, 2};
@@ -230,7 +232,8 @@ class ResNet50TruncImpl : public nn::Module {
 TORCH_MODULE(ResNet50Trunc);
 
 bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 void init_vit(nn::Module& module, at::Generator& gen) {

@@ -60,8 +60,9 @@ std::string default_preset_path(const std::string& model_path) {
     const std::string candidate = replace_extension(model_path, ext);
     if (file_size(candidate)) return candidate;
   }
-  fail<InvalidInput>("model {}: no preset given and neither {} nor {} exists next to it", model_path,
-                     replace_extension(model_path, ".ini"), replace_extension(model_path, ".json"));
+  fail<InvalidInput>("model {}: no preset given and neither {} nor {} exists next to it",
+                     model_path, replace_extension(model_path, ".ini"),
+                     replace_extension(model_path, ".json"));
 }
 
 c10::ScalarType parse_precision(const std::string& precision) {
@@ -87,8 +88,9 @@ c10::Device resolve_device(const ModelSpec& spec) {
 }
 
 void configure_threads(int requested) {
-  const int threads = requested > 0 ? requested
-                                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads = requested > 0
+                          ? requested
+                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   static std::once_flag interop_once;
   std::call_once(interop_once, [threads] {
     try {
@@ -138,7 +140,9 @@ struct Model::Impl {
              label, tokens.size(1), preset.name, preset.prefix_tokens);
       }
       const auto cls = [&] { return tokens.select(1, 0); };
-      const auto mean_patch = [&] { return tokens.narrow(1, preset.prefix_tokens, patches).mean(1); };
+      const auto mean_patch = [&] {
+        return tokens.narrow(1, preset.prefix_tokens, patches).mean(1);
+      };
       switch (preset.pooling) {
         case Pooling::kCls:
           pooled = cls();
@@ -155,11 +159,12 @@ struct Model::Impl {
            fmt::join(raw.sizes(), "x"));
     }
     if (pooled.size(0) != n || pooled.size(1) != preset.output_dim) {
-      fail("model {}: produced embeddings of shape [{}, {}] for {} images, but preset {} ({}) says "
-           "output_dim = {} with {} pooling",
-           label, pooled.size(0), pooled.size(1), n, preset.name,
-           preset.source_path.empty() ? "built-in" : preset.source_path, preset.output_dim,
-           pooling_name(preset.pooling));
+      fail(
+          "model {}: produced embeddings of shape [{}, {}] for {} images, but preset {} ({}) says "
+          "output_dim = {} with {} pooling",
+          label, pooled.size(0), pooled.size(1), n, preset.name,
+          preset.source_path.empty() ? "built-in" : preset.source_path, preset.output_dim,
+          pooling_name(preset.pooling));
     }
     return pooled.to(c10::kCPU, at::kFloat).contiguous();
   }
@@ -193,7 +198,8 @@ Model Model::load(const ModelSpec& spec) {
     }
     if (impl->preset.pooling != Pooling::kCls && impl->preset.prefix_tokens != own.prefix_tokens) {
       fail<InvalidInput>("preset {}: prefix_tokens {} differs from the {} built-in's {}",
-                         spec.preset_path, impl->preset.prefix_tokens, spec.model, own.prefix_tokens);
+                         spec.preset_path, impl->preset.prefix_tokens, spec.model,
+                         own.prefix_tokens);
     }
     impl->network = detail::make_builtin_network(spec.model, spec.seed);
     fingerprint = {{"kind", "builtin"}, {"model", spec.model}, {"seed", spec.seed}};
@@ -201,10 +207,11 @@ Model Model::load(const ModelSpec& spec) {
     if (!file_size(spec.model)) {
       std::string known;
       for (const auto& name : detail::builtin_names()) known += (known.empty() ? "" : ", ") + name;
-      fail<InvalidInput>("model {}: no such file, and not a built-in model ({})", spec.model, known);
+      fail<InvalidInput>("model {}: no such file, and not a built-in model ({})", spec.model,
+                         known);
     }
-    impl->preset = load_preset(spec.preset_path.empty() ? default_preset_path(spec.model)
-                                                        : spec.preset_path);
+    impl->preset =
+        load_preset(spec.preset_path.empty() ? default_preset_path(spec.model) : spec.preset_path);
     torch::jit::Module module;
     try {
       module = torch::jit::load(spec.model, c10::Device(c10::kCPU));
@@ -212,7 +219,8 @@ Model Model::load(const ModelSpec& spec) {
       fail<InvalidInput>("model {}: cannot load it as TorchScript: {}", spec.model, brief(e));
     }
     impl->network = std::make_unique<TorchScriptNetwork>(std::move(module), spec.model);
-    fingerprint = {{"kind", "torchscript"}, {"model", spec.model}, {"sha256", sha256_file(spec.model)}};
+    fingerprint = {
+        {"kind", "torchscript"}, {"model", spec.model}, {"sha256", sha256_file(spec.model)}};
   }
   fingerprint["preset"] = preset_to_json(impl->preset);
   fingerprint["precision"] = spec.precision;
@@ -226,7 +234,8 @@ Model Model::load(const ModelSpec& spec) {
   impl->std = torch::tensor(std::vector<float>(p.std.begin(), p.std.end())).view({1, 3, 1, 1});
 
   Model model(std::move(impl));
-  const std::string where = fmt::format("on {} at precision {}", model.impl_->device.str(), spec.precision);
+  const std::string where =
+      fmt::format("on {} at precision {}", model.impl_->device.str(), spec.precision);
   try {
     model.impl_->network->to(model.impl_->device, model.impl_->dtype);
     const std::vector<uint8_t> probe(static_cast<size_t>(p.input_size) * p.input_size * 3, 128);
@@ -234,9 +243,9 @@ Model Model::load(const ModelSpec& spec) {
     model.impl_->run(model.prepare(probe.data(), 1, p.input_size).impl_->input);
   } catch (const c10::Error& e) {
     const bool fp16_cpu = spec.precision == "fp16" && !model.impl_->device.is_cuda();
-    fail<InvalidInput>("model {}: a probe image failed {}: {}{}", spec.model, where, brief(e),
-                       fp16_cpu ? " (libtorch has no fp16 kernels for this on CPU: use bf16 or fp32)"
-                                : "");
+    fail<InvalidInput>(
+        "model {}: a probe image failed {}: {}{}", spec.model, where, brief(e),
+        fp16_cpu ? " (libtorch has no fp16 kernels for this on CPU: use bf16 or fp32)" : "");
   } catch (const InvalidInput&) {
     throw;
   } catch (const Error& e) {
@@ -252,7 +261,8 @@ const nlohmann::json& Model::fingerprint() const { return impl_->fingerprint; }
 
 PreparedBatch Model::prepare(const uint8_t* rgb, int n, int patch_size) const {
   if (n < 0 || patch_size < 1) {
-    fail<InvalidInput>("model {}: cannot prepare {} patches of side {}", impl_->label, n, patch_size);
+    fail<InvalidInput>("model {}: cannot prepare {} patches of side {}", impl_->label, n,
+                       patch_size);
   }
   c10::InferenceMode guard;
   const int64_t size = impl_->preset.input_size;
@@ -262,12 +272,14 @@ PreparedBatch Model::prepare(const uint8_t* rgb, int n, int patch_size) const {
     return batch;
   }
   // from_blob does not write through the pointer; the first conversion copies.
-  const at::Tensor pixels = at::from_blob(const_cast<uint8_t*>(rgb), {n, patch_size, patch_size, 3}, at::kByte);
-  at::Tensor x = pixels.permute({0, 3, 1, 2})
-                     .to(at::kFloat, /*non_blocking=*/false, /*copy=*/false, at::MemoryFormat::Contiguous)
-                     .div_(255.0);
+  const at::Tensor pixels =
+      at::from_blob(const_cast<uint8_t*>(rgb), {n, patch_size, patch_size, 3}, at::kByte);
+  at::Tensor x =
+      pixels.permute({0, 3, 1, 2})
+          .to(at::kFloat, /*non_blocking=*/false, /*copy=*/false, at::MemoryFormat::Contiguous)
+          .div_(255.0);
   if (patch_size != size) {
-    x = at::upsample_bilinear2d(x, {size, size}, /*align_corners=*/false, c10::nullopt, c10::nullopt);
+    x = at::upsample_bilinear2d(x, {size, size}, /*align_corners=*/false);
   }
   x.sub_(impl_->mean).div_(impl_->std);
   if (impl_->dtype != at::kFloat) x = x.to(impl_->dtype);
@@ -277,6 +289,7 @@ PreparedBatch Model::prepare(const uint8_t* rgb, int n, int patch_size) const {
 }
 
 void Model::forward(const PreparedBatch& batch, float* out) const {
+  if (!batch.impl_) fail<InvalidInput>("model {}: the batch was moved from", impl_->label);
   const at::Tensor& input = batch.impl_->input;
   const int64_t size = impl_->preset.input_size;
   if (!input.defined() || input.dim() != 4 || input.size(1) != 3 || input.size(2) != size ||
@@ -292,7 +305,8 @@ void Model::forward(const PreparedBatch& batch, float* out) const {
   } catch (const c10::Error& e) {
     fail("model {}: inference on a batch of {} failed: {}", impl_->label, n, brief(e));
   }
-  std::memcpy(out, result.data_ptr<float>(), static_cast<size_t>(n) * impl_->preset.output_dim * sizeof(float));
+  std::memcpy(out, result.data_ptr<float>(),
+              static_cast<size_t>(n) * impl_->preset.output_dim * sizeof(float));
 }
 
 std::vector<float> Model::embed(const uint8_t* rgb, int n, int patch_size) const {

@@ -41,7 +41,8 @@ void preprocess_reference(const uint8_t* rgb, int n, int src, int dst,
   for (int b = 0; b < n; ++b) {
     const uint8_t* image = rgb + static_cast<size_t>(b) * src_pixels * 3;
     for (int c = 0; c < 3; ++c) {
-      for (size_t p = 0; p < src_pixels; ++p) plane[p] = static_cast<float>(image[p * 3 + c]) / 255.0f;
+      for (size_t p = 0; p < src_pixels; ++p)
+        plane[p] = static_cast<float>(image[p * 3 + c]) / 255.0f;
       const auto at = [&](int y, int x) { return plane[static_cast<size_t>(y) * src + x]; };
       float* target = out + (static_cast<size_t>(b) * 3 + c) * dst_pixels;
       for (int y = 0; y < dst; ++y) {

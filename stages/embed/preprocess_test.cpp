@@ -16,9 +16,9 @@ TEST(PreprocessReferenceTest, NormalisesTwoByTwoIntoPlanarLayout) {
   std::vector<float> out(12, -99.0f);
   preprocess_reference(rgb.data(), 1, 2, 2, kHalf, kQuarter, out.data());
   // (v / 255 - 0.5) / 0.25: 255 -> 2, 0 -> -2, 51 -> -1.2, 102 -> -0.4, 153 -> 0.4.
-  const std::vector<float> expected = {2, -2, -2, -1.2f,    // R plane
-                                       -2, 2, -2, -0.4f,    // G plane
-                                       -2, -2, 2, 0.4f};    // B plane
+  const std::vector<float> expected = {2,  -2, -2, -1.2f,  // R plane
+                                       -2, 2,  -2, -0.4f,  // G plane
+                                       -2, -2, 2,  0.4f};  // B plane
   for (size_t i = 0; i < expected.size(); ++i) EXPECT_NEAR(out[i], expected[i], 1e-6) << i;
 }
 
@@ -33,11 +33,13 @@ TEST(PreprocessReferenceTest, PerChannelMeanAndStd) {
 
 TEST(PreprocessReferenceTest, ResizingAConstantImageKeepsItConstant) {
   std::vector<uint8_t> rgb(2 * 224 * 224 * 3);
-  for (size_t i = 0; i < rgb.size(); ++i) rgb[i] = i < rgb.size() / 2 ? 200 : static_cast<uint8_t>(10 + i % 3);
+  for (size_t i = 0; i < rgb.size(); ++i)
+    rgb[i] = i < rgb.size() / 2 ? 200 : static_cast<uint8_t>(10 + i % 3);
   std::vector<float> out(2 * 3 * 112 * 112);
   preprocess_reference(rgb.data(), 2, 224, 112, kHalf, kQuarter, out.data());
   const size_t plane = 112 * 112;
-  for (size_t i = 0; i < plane * 3; ++i) ASSERT_NEAR(out[i], (200 / 255.0f - 0.5f) / 0.25f, 1e-5) << i;
+  for (size_t i = 0; i < plane * 3; ++i)
+    ASSERT_NEAR(out[i], (200 / 255.0f - 0.5f) / 0.25f, 1e-5) << i;
   for (int c = 0; c < 3; ++c) {
     for (size_t i = 0; i < plane; ++i) {
       ASSERT_NEAR(out[(3 + c) * plane + i], ((10 + c) / 255.0f - 0.5f) / 0.25f, 1e-5);

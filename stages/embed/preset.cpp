@@ -17,14 +17,15 @@ namespace {
 
 namespace po = boost::program_options;
 
-const char* const kKeys[] = {"name",   "version",    "hf_hub_id", "input_size",   "mean",
-                             "std",    "output_dim", "pooling",   "prefix_tokens"};
+const char* const kKeys[] = {"name", "version",    "hf_hub_id", "input_size",   "mean",
+                             "std",  "output_dim", "pooling",   "prefix_tokens"};
 const char* const kRequired[] = {"name", "input_size", "mean", "std", "output_dim", "pooling"};
 
 using KeyValues = std::map<std::string, std::string>;
 
 bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 std::string trim(const std::string& s) {

@@ -25,10 +25,10 @@ struct Preset {
   int input_size = 224;   // square model input side in pixels
   std::array<float, 3> mean{0.485f, 0.456f, 0.406f};  // per RGB channel, on [0, 1] pixel values
   std::array<float, 3> std{0.229f, 0.224f, 0.225f};
-  int output_dim = 0;                 // embedding dimension after pooling
+  int output_dim = 0;  // embedding dimension after pooling
   Pooling pooling = Pooling::kCls;
-  int prefix_tokens = 1;              // class + register tokens preceding the patch tokens
-  std::string source_path;            // file the preset was read from; empty for built-ins
+  int prefix_tokens = 1;    // class + register tokens preceding the patch tokens
+  std::string source_path;  // file the preset was read from; empty for built-ins
 };
 
 // Parses a preset file. `.json` files hold one object; any other extension is INI: flat

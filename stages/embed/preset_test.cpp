@@ -4,8 +4,8 @@
 #include <fstream>
 #include <map>
 
-#include <gtest/gtest.h>
 #include <gmock/gmock.h>
+#include <gtest/gtest.h>
 
 #include "common/error.h"
 
@@ -20,8 +20,9 @@ class PresetTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = fs::temp_directory_path() /
-           ("tessera_preset_test_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
-            "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+           ("tessera_preset_test_" +
+            std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::create_directories(dir_);
   }
   void TearDown() override { fs::remove_all(dir_); }
@@ -89,23 +90,33 @@ TEST_F(PresetTest, OptionalKeysDefault) {
 TEST_F(PresetTest, MissingKeyIsNamed) {
   std::string text = kValid;
   text.erase(text.find("output_dim"), std::string("output_dim = 2560\n").size());
-  EXPECT_THAT(error_of(text), AllOf(HasSubstr("p.ini"), HasSubstr("missing"), HasSubstr("output_dim")));
+  EXPECT_THAT(error_of(text),
+              AllOf(HasSubstr("p.ini"), HasSubstr("missing"), HasSubstr("output_dim")));
 }
 
 TEST_F(PresetTest, BadNumbersAreNamed) {
-  EXPECT_THAT(error_of("name = x\ninput_size = 22x4\nmean = 0 0 0\nstd = 1 1 1\noutput_dim = 8\npooling = cls\n"),
+  EXPECT_THAT(error_of("name = x\ninput_size = 22x4\nmean = 0 0 0\nstd = 1 1 1\noutput_dim = "
+                       "8\npooling = cls\n"),
               AllOf(HasSubstr("p.ini"), HasSubstr("input_size"), HasSubstr("22x4")));
-  EXPECT_THAT(error_of("name = x\ninput_size = 224\nmean = 0 0 0\nstd = 1 1 1\noutput_dim = -3\npooling = cls\n"),
+  EXPECT_THAT(error_of("name = x\ninput_size = 224\nmean = 0 0 0\nstd = 1 1 1\noutput_dim = "
+                       "-3\npooling = cls\n"),
               HasSubstr("output_dim"));
-  EXPECT_THAT(error_of("name = x\ninput_size = 224\nmean = 0 0.4.1 0\nstd = 1 1 1\noutput_dim = 8\npooling = cls\n"),
+  EXPECT_THAT(error_of("name = x\ninput_size = 224\nmean = 0 0.4.1 0\nstd = 1 1 1\noutput_dim = "
+                       "8\npooling = cls\n"),
               AllOf(HasSubstr("mean"), HasSubstr("0.4.1")));
-  EXPECT_THAT(error_of("name = x\ninput_size = 224\nmean = 0 0\nstd = 1 1 1\noutput_dim = 8\npooling = cls\n"),
-              AllOf(HasSubstr("mean"), HasSubstr("3 numbers")));
-  EXPECT_THAT(error_of("name = x\ninput_size = 224\nmean = 0 0 0\nstd = 1 0 1\noutput_dim = 8\npooling = cls\n"),
-              HasSubstr("std"));
-  EXPECT_THAT(error_of("name = x\ninput_size = 224\nmean = 0 0 0\nstd = 1 1 1\noutput_dim = 8\npooling = cls\n"
-                       "prefix_tokens = 0\n"),
-              HasSubstr("prefix_tokens"));
+  EXPECT_THAT(
+      error_of(
+          "name = x\ninput_size = 224\nmean = 0 0\nstd = 1 1 1\noutput_dim = 8\npooling = cls\n"),
+      AllOf(HasSubstr("mean"), HasSubstr("3 numbers")));
+  EXPECT_THAT(
+      error_of(
+          "name = x\ninput_size = 224\nmean = 0 0 0\nstd = 1 0 1\noutput_dim = 8\npooling = cls\n"),
+      HasSubstr("std"));
+  EXPECT_THAT(
+      error_of(
+          "name = x\ninput_size = 224\nmean = 0 0 0\nstd = 1 1 1\noutput_dim = 8\npooling = cls\n"
+          "prefix_tokens = 0\n"),
+      HasSubstr("prefix_tokens"));
 }
 
 TEST_F(PresetTest, UnknownPoolingIsNamed) {
@@ -117,7 +128,8 @@ TEST_F(PresetTest, UnknownPoolingIsNamed) {
 TEST_F(PresetTest, UnknownAndRepeatedKeysAreRejected) {
   EXPECT_THAT(error_of(std::string(kValid) + "input_sise = 3\n"),
               AllOf(HasSubstr("p.ini"), HasSubstr("input_sise")));
-  EXPECT_THAT(error_of(std::string(kValid) + "name = again\n"), AllOf(HasSubstr("p.ini"), HasSubstr("name")));
+  EXPECT_THAT(error_of(std::string(kValid) + "name = again\n"),
+              AllOf(HasSubstr("p.ini"), HasSubstr("name")));
 }
 
 TEST_F(PresetTest, UnreadableOrWrongFile) {
@@ -165,13 +177,18 @@ TEST(ShippedPresetsTest, AllParseWithDocumentedShapes) {
     Pooling pooling;
   };
   const std::map<std::string, Expected> expected = {
-      {"uni", {224, 1024, Pooling::kCls}},           {"uni2-h", {224, 1536, Pooling::kCls}},
-      {"h-optimus-0", {224, 1536, Pooling::kCls}},   {"h-optimus-1", {224, 1536, Pooling::kCls}},
-      {"virchow2", {224, 2560, Pooling::kClsMeanConcat}}, {"phikon-v2", {224, 1024, Pooling::kCls}},
-      {"prov-gigapath", {224, 1536, Pooling::kCls}}, {"conch", {448, 512, Pooling::kCls}},
+      {"uni", {224, 1024, Pooling::kCls}},
+      {"uni2-h", {224, 1536, Pooling::kCls}},
+      {"h-optimus-0", {224, 1536, Pooling::kCls}},
+      {"h-optimus-1", {224, 1536, Pooling::kCls}},
+      {"virchow2", {224, 2560, Pooling::kClsMeanConcat}},
+      {"phikon-v2", {224, 1024, Pooling::kCls}},
+      {"prov-gigapath", {224, 1536, Pooling::kCls}},
+      {"conch", {448, 512, Pooling::kCls}},
   };
   size_t found = 0;
-  for (const auto& entry : fs::directory_iterator(fs::path(TESSERA_SOURCE_DIR) / "configs" / "models")) {
+  for (const auto& entry :
+       fs::directory_iterator(fs::path(TESSERA_SOURCE_DIR) / "configs" / "models")) {
     if (entry.path().extension() != ".ini") continue;
     const Preset p = load_preset(entry.path().string());
     const auto it = expected.find(p.name);
@@ -184,10 +201,12 @@ TEST(ShippedPresetsTest, AllParseWithDocumentedShapes) {
     ++found;
   }
   EXPECT_EQ(found, expected.size());
-  const Preset h0 = load_preset(std::string(TESSERA_SOURCE_DIR) + "/configs/models/h-optimus-0.ini");
+  const Preset h0 =
+      load_preset(std::string(TESSERA_SOURCE_DIR) + "/configs/models/h-optimus-0.ini");
   EXPECT_FLOAT_EQ(h0.mean[0], 0.707223f);
   EXPECT_FLOAT_EQ(h0.std[2], 0.177517f);
-  const Preset virchow = load_preset(std::string(TESSERA_SOURCE_DIR) + "/configs/models/virchow2.ini");
+  const Preset virchow =
+      load_preset(std::string(TESSERA_SOURCE_DIR) + "/configs/models/virchow2.ini");
   EXPECT_EQ(virchow.prefix_tokens, 5);
 }
 

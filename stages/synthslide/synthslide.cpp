@@ -25,35 +25,38 @@ constexpr int64_t kSmallestLevelSide = 1024;
 constexpr double kClassicTiffLimit = 2.0 * 1024 * 1024 * 1024;
 
 void validate(const SlideSpec& s) {
-  if (s.path.empty()) fail<InvalidInput>("synthslide: output path is empty");
+  if (s.path.empty()) fail<InvalidInput>("invalid slide spec: output path is empty");
   if (s.width < 1 || s.height < 1 || s.width > kMaxSide || s.height > kMaxSide) {
-    fail<InvalidInput>("synthslide '{}': size {}x{} out of range 1..{}", s.path, s.width, s.height,
-                       kMaxSide);
+    fail<InvalidInput>("invalid slide spec for '{}': size {}x{} out of range 1..{}", s.path,
+                       s.width, s.height, kMaxSide);
   }
   if (s.tile_size < 16 || s.tile_size > 4096 || s.tile_size % 16 != 0) {
-    fail<InvalidInput>("synthslide '{}': tile size {} is not a multiple of 16 in 16..4096", s.path,
-                       s.tile_size);
+    fail<InvalidInput>(
+        "invalid slide spec for '{}': tile size {} is not a multiple of 16 in 16..4096", s.path,
+        s.tile_size);
   }
   if (s.jpeg_quality < 1 || s.jpeg_quality > 100) {
-    fail<InvalidInput>("synthslide '{}': JPEG quality {} outside 1..100", s.path, s.jpeg_quality);
+    fail<InvalidInput>("invalid slide spec for '{}': JPEG quality {} outside 1..100", s.path,
+                       s.jpeg_quality);
   }
   if (!(s.mpp > 0.0) || !std::isfinite(s.mpp)) {
-    fail<InvalidInput>("synthslide '{}': mpp {} is not a positive number", s.path, s.mpp);
+    fail<InvalidInput>("invalid slide spec for '{}': mpp {} is not a positive number", s.path,
+                       s.mpp);
   }
   if (!(s.tissue_fraction >= 0.0 && s.tissue_fraction <= 1.0)) {
-    fail<InvalidInput>("synthslide '{}': tissue fraction {} outside [0, 1]", s.path,
+    fail<InvalidInput>("invalid slide spec for '{}': tissue fraction {} outside [0, 1]", s.path,
                        s.tissue_fraction);
   }
   if (s.mask_downsample < 1) {
-    fail<InvalidInput>("synthslide '{}': mask downsample {} < 1", s.path, s.mask_downsample);
+    fail<InvalidInput>("invalid slide spec for '{}': mask downsample {} < 1", s.path,
+                       s.mask_downsample);
   }
   const int64_t cells = ((s.width + s.mask_downsample - 1) / s.mask_downsample) *
                         ((s.height + s.mask_downsample - 1) / s.mask_downsample);
   if (cells > kMaxMaskPixels) {
-    fail<InvalidInput>(
-        "synthslide '{}': mask grid of {} pixels is too large; raise the mask "
-        "downsample above {}",
-        s.path, cells, s.mask_downsample);
+    fail<InvalidInput>("invalid slide spec for '{}': mask grid of {} pixels is too large; raise "
+                       "the mask downsample above {}",
+                       s.path, cells, s.mask_downsample);
   }
 }
 
@@ -104,6 +107,9 @@ class TiffWriter {
     tif_.reset(TIFFOpenExt(path.c_str(), bigtiff ? "w8l" : "wl", options.get()));
     if (!tif_) fail<IoError>("cannot create TIFF '{}': {}", display_path_, errors_);
   }
+  // Not movable: libtiff holds the address of errors_.
+  TiffWriter(const TiffWriter&) = delete;
+  TiffWriter& operator=(const TiffWriter&) = delete;
 
   TIFF* get() const { return tif_.get(); }
 

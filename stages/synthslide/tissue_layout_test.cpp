@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <utility>
+#include <vector>
+
 namespace tessera::synth {
 namespace {
 
@@ -29,6 +32,46 @@ TEST(TissueLayout, AchievesRequestedFraction) {
     }
   }
   EXPECT_EQ(TissueLayout(4000, 3000, 32, 0.0, 1).tissue_fraction(), 0.0);
+}
+
+// Number of background cells that cannot reach the grid border through background cells.
+size_t enclosed_background(const TissueLayout& layout) {
+  const int64_t w = layout.grid_width(), h = layout.grid_height();
+  std::vector<char> seen(static_cast<size_t>(w * h), 0);
+  std::vector<std::pair<int64_t, int64_t>> todo;
+  for (int64_t j = 0; j < h; ++j) {
+    for (int64_t i = 0; i < w; ++i) {
+      if ((i == 0 || j == 0 || i == w - 1 || j == h - 1) && !layout.cell_is_tissue(i, j)) {
+        seen[j * w + i] = 1;
+        todo.emplace_back(i, j);
+      }
+    }
+  }
+  while (!todo.empty()) {
+    const auto [i, j] = todo.back();
+    todo.pop_back();
+    for (const auto& [di, dj] : {std::pair{-1, 0}, {1, 0}, {0, -1}, {0, 1}}) {
+      const int64_t a = i + di, b = j + dj;
+      if (a >= 0 && b >= 0 && a < w && b < h && !seen[b * w + a] && !layout.cell_is_tissue(a, b)) {
+        seen[b * w + a] = 1;
+        todo.emplace_back(a, b);
+      }
+    }
+  }
+  size_t enclosed = 0;
+  for (int64_t j = 0; j < h; ++j) {
+    for (int64_t i = 0; i < w; ++i) enclosed += !layout.cell_is_tissue(i, j) && !seen[j * w + i];
+  }
+  return enclosed;
+}
+
+TEST(TissueLayout, HasNoEnclosedBackground) {
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    for (double fraction : {0.35, 0.7}) {
+      EXPECT_EQ(enclosed_background(TissueLayout(5000, 4000, 32, fraction, seed)), 0u)
+          << "seed " << seed << " fraction " << fraction;
+    }
+  }
 }
 
 TEST(TissueLayout, TissueStaysAwayFromTheBorder) {

@@ -1,0 +1,408 @@
+// patchgen_bench: measures patchgen on a generated slide and, in the same job on the same patches,
+// a reference loop that only calls openslide_read_region (Slide::read_argb, no conversion, no
+// store). Writes one JSON report; see docs/performance.md for the method and the numbers.
+//
+//   mpirun -np R patchgen_bench --work DIR [--slide FILE] [--reps 3] [--warmup 1] [--out FILE]
+//                               [patchgen options: --patch-size, --encoding, --compression, ...]
+#include <openslide/openslide.h>
+
+#include <filesystem>
+#include <set>
+
+#include <spdlog/spdlog.h>
+
+#include "benchmarks/bench_report.h"
+#include "common/error.h"
+#include "common/fs.h"
+#include "common/h5.h"
+#include "common/marker.h"
+#include "common/mpi_main.h"
+#include "stages/patchgen/config.h"
+#include "stages/patchgen/digest.h"
+#include "stages/patchgen/manifest.h"
+#include "stages/patchgen/partition.h"
+#include "stages/patchgen/patchgen.h"
+#include "stages/patchgen/plan.h"
+#include "stages/patchgen/slide.h"
+#include "stages/synthslide/synthslide.h"
+
+namespace tessera::patchgen {
+namespace {
+
+namespace fs = std::filesystem;
+using bench::Stopwatch;
+using nlohmann::json;
+
+constexpr double kTargetRatio = 0.85;
+constexpr const char* kUsage =
+    "mpirun -np R patchgen_bench --work DIR [--slide FILE] [--reps N] [--warmup N] [--out FILE] "
+    "[patchgen options]";
+
+// patchgen options the benchmark sets itself.
+const std::set<std::string> kSetByBench = {"manifest", "out", "overwrite", "fail-fast",
+                                           "debug-kill-rank", "debug-kill-after"};
+
+struct BenchOptions {
+  std::string slide;
+  int64_t width = 0;
+  int64_t height = 0;
+  uint64_t seed = 1;
+  double slide_mpp = 0.5;
+  std::string work;
+  int reps = 3;
+  int warmup = 1;
+  std::string out;
+};
+
+po::options_description bench_options() {
+  po::options_description desc("patchgen_bench options");
+  desc.add_options()
+      ("slide", po::value<std::string>()->default_value("bench-out/synth-40000x30000-seed1.tif"),
+       "slide to read; generated with synthslide when missing")
+      ("slide-width", po::value<int64_t>()->default_value(40000), "width of a generated slide")
+      ("slide-height", po::value<int64_t>()->default_value(30000), "height of a generated slide")
+      ("slide-seed", po::value<uint64_t>()->default_value(1), "seed of a generated slide")
+      ("slide-mpp", po::value<double>()->default_value(0.5), "level-0 mpp of a generated slide")
+      ("work", po::value<std::string>()->required(), "scratch folder for the manifest and runs")
+      ("reps", po::value<int>()->default_value(3), "timed repetitions")
+      ("warmup", po::value<int>()->default_value(1), "untimed warm-up repetitions (reported apart)")
+      ("out", po::value<std::string>()->default_value(""),
+       "JSON report (default WORK/patchgen_bench_npR.json)");
+  po::options_description all;
+  add_options(all);
+  po::options_description pass("patchgen options (passed through)");
+  for (const auto& option : all.options()) {
+    if (!kSetByBench.count(option->long_name())) pass.add(option);
+  }
+  desc.add(pass);
+  return desc;
+}
+
+BenchOptions bench_options_from(const po::variables_map& v, int world_size) {
+  BenchOptions o;
+  o.slide = fs::absolute(v["slide"].as<std::string>()).string();
+  o.width = v["slide-width"].as<int64_t>();
+  o.height = v["slide-height"].as<int64_t>();
+  o.seed = v["slide-seed"].as<uint64_t>();
+  o.slide_mpp = v["slide-mpp"].as<double>();
+  o.work = fs::absolute(v["work"].as<std::string>()).string();
+  o.reps = v["reps"].as<int>();
+  o.warmup = v["warmup"].as<int>();
+  o.out = v["out"].as<std::string>();
+  if (o.out.empty()) {
+    o.out = (fs::path(o.work) / ("patchgen_bench_np" + std::to_string(world_size) + ".json")).string();
+  }
+  if (o.reps < 1) fail<InvalidInput>("invalid --reps {}: must be >= 1", o.reps);
+  if (o.warmup < 0) fail<InvalidInput>("invalid --warmup {}: must be >= 0", o.warmup);
+  return o;
+}
+
+// patchgen's Config from the passed-through options plus the ones the benchmark sets.
+Config patchgen_config(const po::variables_map& values, const std::string& manifest,
+                       const std::string& out) {
+  po::options_description all;
+  add_options(all);
+  po::variables_map v;
+  for (const auto& option : all.options()) {
+    if (kSetByBench.count(option->long_name())) continue;  // "out" is also the report's option
+    auto it = values.find(option->long_name());
+    if (it != values.end()) v.emplace(it->first, it->second);
+  }
+  v.emplace("manifest", po::variable_value(std::string(manifest), false));
+  v.emplace("out", po::variable_value(std::string(out), false));
+  v.emplace("overwrite", po::variable_value(true, false));
+  v.emplace("fail-fast", po::variable_value(true, false));
+  v.emplace("debug-kill-rank", po::variable_value(-1, false));
+  v.emplace("debug-kill-after", po::variable_value(int64_t{-1}, false));
+  return config_from(v);
+}
+
+// Rank 0 only: generates the slide when missing.
+json ensure_slide(const BenchOptions& o) {
+  if (fs::exists(o.slide)) return {{"generated", false}};
+  spdlog::info("generating {}x{} slide '{}' (seed {}, {} um/px)", o.width, o.height, o.slide,
+               o.seed, o.slide_mpp);
+  synth::SlideSpec spec;
+  spec.path = o.slide;
+  spec.width = o.width;
+  spec.height = o.height;
+  spec.seed = o.seed;
+  spec.mpp = o.slide_mpp;
+  fs::create_directories(fs::path(o.slide).parent_path());
+  Stopwatch watch;
+  synth::write_slide(spec);
+  return {{"generated", true}, {"generate_s", watch.seconds()}};
+}
+
+json slide_info(const std::string& path) {
+  Slide slide = Slide::open(path);
+  json levels = json::array();
+  for (int l = 0; l < slide.level_count(); ++l) levels.push_back({slide.width(l), slide.height(l)});
+  return {{"path", path}, {"bytes", file_size(path).value_or(0)}, {"vendor", slide.vendor()},
+          {"levels", levels}};
+}
+
+// Every regular file under `dir`: count and bytes.
+std::pair<int64_t, uint64_t> count_files(const std::string& dir) {
+  int64_t files = 0;
+  uint64_t bytes = 0;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    if (e.is_regular_file()) {
+      ++files;
+      bytes += e.file_size();
+    }
+  }
+  return {files, bytes};
+}
+
+// Tissue detection and grid (patchgen's plan step) on rank 0, timed; broadcast to every rank.
+SlidePlan timed_plan(const Config& config, const std::string& qc_dir, Comm& comm, double* seconds) {
+  std::string bytes;
+  if (comm.rank() == 0) {
+    const Manifest manifest = load_manifest(config.manifest, /*check_files=*/true);
+    Stopwatch watch;
+    SlidePlan plan = plan_slide(manifest.slides.at(0), config, qc_dir);
+    *seconds = watch.seconds();
+    if (!plan.ok) fail<Error>("the benchmark slide failed to plan: {}", plan.reason);
+    bytes = encode_plans({plan});
+  }
+  return decode_plans(comm.broadcast(bytes, 0)).at(0);
+}
+
+// Rank 0 only: the run's index must hold exactly the planned patches, read as planned.
+void check_index_matches_plan(const std::string& stage_dir, const SlidePlan& plan) {
+  h5::File index = h5::File::open((fs::path(stage_dir) / "index.h5").string(), h5::Mode::kRead);
+  const auto coords = index.open_dataset("coords").read_all<int64_t>();
+  const h5::Group slides = index.open_group("slides");
+  const auto level = slides.open_dataset("level").read_all<int32_t>();
+  const auto read_size = slides.open_dataset("read_size").read_all<int32_t>();
+  bool same = coords.size() == 2 * plan.patches.size() && level.size() == 1 &&
+              level[0] == plan.level.level && read_size[0] == plan.level.read_size;
+  for (size_t i = 0; same && i < plan.patches.size(); ++i) {
+    same = coords[2 * i] == plan.patches[i].x && coords[2 * i + 1] == plan.patches[i].y;
+  }
+  if (!same) {
+    fail<Error>("'{}/index.h5' does not hold the planned {} patches; the reference loop would "
+                "not read the same patches",
+                stage_dir, plan.patches.size());
+  }
+}
+
+// Collective. One patchgen run in a fresh run directory, timed between barriers. The returned
+// metrics are complete on rank 0 only.
+json measure_patchgen(const Config& config, const SlidePlan& plan, Comm& comm) {
+  const std::string stage_dir = (fs::path(config.out) / "patchgen").string();
+  if (comm.rank() == 0) fs::remove_all(config.out);
+  bench::reset_peak_rss();
+  comm.barrier();
+  Stopwatch watch;
+  const int code = run(config, comm);
+  comm.barrier();
+  const double wall = watch.seconds();
+  const json rss = bench::peak_rss_mb_since_reset();
+  const double peak_rss = comm.allreduce_max(rss.is_number() ? rss.get<double>() : -1.0);
+  if (code != kExitOk) fail<Error>("patchgen exited with code {}", code);
+  if (comm.rank() != 0) return {};
+
+  check_index_matches_plan(stage_dir, plan);
+  const json success = read_json_file((fs::path(stage_dir) / "_SUCCESS").string()).value();
+  const json& sum = success["seconds_summed_over_ranks"];
+  const int ranks = comm.size();
+  const auto patches = success["patches"].get<int64_t>();
+  const auto shard_bytes = success["shard_bytes"].get<uint64_t>();
+  const auto [files, bytes] = count_files(stage_dir);
+  json per_rank = json::array(), shard_sha = json::array();
+  for (int r = 0; r < ranks; ++r) {
+    const json marker =
+        read_json_file((fs::path(stage_dir) / "markers" / rank_file_name(r, ".json")).string())
+            .value();
+    const json& s = marker["stats"];
+    per_rank.push_back({{"rank", r}, {"patches", s["patches"]}, {"read_s", s["read_s"]},
+                        {"write_s", s["write_s"]}, {"extract_s", s["total_s"]}});
+    shard_sha.push_back(marker["file_sha256"]);
+  }
+  const double read = sum["read_s"], resize = sum["resize_s"], encode = sum["encode_s"],
+               write = sum["write_s"], hash = sum["hash_s"], extract = sum["total_s"];
+  const double rank_seconds = wall * ranks;
+  return {
+      {"patches", patches},
+      {"wall_s", wall},
+      {"patches_per_s", patches / wall},
+      {"patches_per_s_per_rank", patches / wall / ranks},
+      {"shard_bytes", shard_bytes},
+      {"mb_written_per_s", shard_bytes / 1e6 / wall},
+      {"files_written", files},
+      {"bytes_written", bytes},
+      {"time_split_s",
+       {{"read_decode", read},
+        {"resize", resize},
+        {"encode", encode},
+        {"write", write},
+        {"hash", hash},
+        {"extract_other", extract - read - resize - encode - write - hash},
+        {"outside_extract", rank_seconds - extract},
+        {"wait_rank0", success["wait_s_rank0"]},
+        {"consolidate", success["consolidate_s"]}}},
+      {"io_fraction", (read + write) / rank_seconds},
+      {"peak_rss_mb", peak_rss},
+      {"per_rank", per_rank},
+      {"shard_sha256", shard_sha}};
+}
+
+// Collective. The reference loop over this rank's share of the same patches, timed between
+// barriers; the slide is opened inside the timed region, as patchgen does.
+json measure_reference(const Config& config, const SlidePlan& plan, const std::string& slide_path,
+                       Comm& comm) {
+  const auto total = static_cast<int64_t>(plan.patches.size());
+  const std::vector<int64_t> mine =
+      owned_items(total, config.partition_block, comm.rank(), comm.size());
+  const int rs = plan.level.read_size;
+  std::vector<uint32_t> argb(static_cast<size_t>(rs) * rs);
+  uint32_t fold = 0;
+  bench::reset_peak_rss();
+  comm.barrier();
+  Stopwatch watch;
+  {
+    Slide slide = Slide::open(slide_path);
+    for (int64_t i : mine) {
+      const GridPatch& g = plan.patches[i];
+      slide.read_argb(g.x, g.y, plan.level.level, rs, rs, argb.data());
+      fold ^= argb[(i * 7919) % argb.size()];
+    }
+  }
+  const double loop = watch.seconds();
+  comm.barrier();
+  const double wall = watch.seconds();
+  const json rss = bench::peak_rss_mb_since_reset();
+  const double peak_rss = comm.allreduce_max(rss.is_number() ? rss.get<double>() : -1.0);
+  json loops = json::array();
+  for (const auto& s : comm.allgather(json(loop).dump())) loops.push_back(json::parse(s));
+  spdlog::debug("reference loop fold {:08x}", fold);
+  return {{"patches", total},
+          {"wall_s", wall},
+          {"patches_per_s", total / wall},
+          {"patches_per_s_per_rank", total / wall / comm.size()},
+          {"peak_rss_mb", peak_rss},
+          {"per_rank_loop_s", loops}};
+}
+
+// Collective. One repetition: the plan (timed), then patchgen and the reference loop, in the
+// order given.
+// `grid` receives the plan's level, read size and patch count.
+json repetition(int index, bool patchgen_first, const Config& config, const std::string& qc_dir,
+                const std::string& slide_path, Comm& comm, json* grid) {
+  const json load = bench::load_average();
+  double plan_s = 0;
+  const SlidePlan plan = timed_plan(config, qc_dir, comm, &plan_s);
+  *grid = {{"level", plan.level.level}, {"read_size", plan.level.read_size},
+           {"resample", plan.level.resample}, {"patches", plan.patches.size()},
+           {"slide_mpp", plan.mpp_x}};
+  json pg, ref;
+  if (patchgen_first) {
+    pg = measure_patchgen(config, plan, comm);
+    ref = measure_reference(config, plan, slide_path, comm);
+  } else {
+    ref = measure_reference(config, plan, slide_path, comm);
+    pg = measure_patchgen(config, plan, comm);
+  }
+  if (comm.rank() != 0) return {};
+  const double ratio = pg["patches_per_s"].get<double>() / ref["patches_per_s"].get<double>();
+  spdlog::info("repetition {}: patchgen {:.1f} patches/s, reference {:.1f} patches/s, ratio {:.3f}",
+               index, pg["patches_per_s"].get<double>(), ref["patches_per_s"].get<double>(), ratio);
+  return {{"index", index},
+          {"order", patchgen_first ? "patchgen_first" : "reference_first"},
+          {"load_average_at_start", load},
+          {"tissue_detection_s", plan_s},
+          {"patchgen", pg},
+          {"reference", ref},
+          {"ratio", ratio}};
+}
+
+int bench_main(const po::variables_map& values, Comm& comm, const json& command) {
+  const BenchOptions o = bench_options_from(values, comm.size());
+  const std::string manifest = (fs::path(o.work) / "manifest.csv").string();
+  const std::string run_dir = (fs::path(o.work) / ("run-np" + std::to_string(comm.size()))).string();
+  const std::string qc_dir = (fs::path(o.work) / ("plan-qc-np" + std::to_string(comm.size()))).string();
+  const json load_start = bench::load_average();
+  json generation;
+  if (comm.rank() == 0) {
+    generation = ensure_slide(o);
+    fs::create_directories(qc_dir);
+    atomic_write_file(manifest, "slide_id,path\nbench," + o.slide + "\n");
+  }
+  comm.barrier();
+  const Config config = patchgen_config(values, manifest, run_dir);
+
+  json warmups = json::array(), reps = json::array(), grid;
+  for (int w = 0; w < o.warmup; ++w) {
+    warmups.push_back(repetition(w, /*patchgen_first=*/true, config, qc_dir, o.slide, comm, &grid));
+  }
+  for (int r = 0; r < o.reps; ++r) {
+    reps.push_back(repetition(r, /*patchgen_first=*/r % 2 == 0, config, qc_dir, o.slide, comm, &grid));
+  }
+  json usage = json::array();
+  for (const auto& s : comm.allgather(bench::resource_usage().dump())) usage.push_back(json::parse(s));
+  if (comm.rank() != 0) return kExitOk;
+
+  const std::string stage_dir = (fs::path(run_dir) / "patchgen").string();
+  const RunDigest digest = digest_run(stage_dir);
+  bool identical = true;
+  for (const json& rep : warmups) identical &= rep["patchgen"]["shard_sha256"] == reps[0]["patchgen"]["shard_sha256"];
+  for (const json& rep : reps) identical &= rep["patchgen"]["shard_sha256"] == reps[0]["patchgen"]["shard_sha256"];
+  const json summary = bench::summarize_repetitions(reps);
+  const double ratio_median = summary["ratio"]["median"].get<double>();
+  double peak_rss = 0;
+  for (const auto& u : usage) peak_rss = std::max(peak_rss, u["peak_rss_mb"].get<double>());
+
+  json report = {
+      {"benchmark", "patchgen"},
+      {"date", utc_timestamp()},
+      {"command_line", command},
+      {"machine", bench::machine_info()},
+      {"versions", bench::versions({{"openslide", openslide_get_version()}})},
+      {"load_average", {{"start", load_start}, {"end", bench::load_average()}}},
+      {"parameters",
+       {{"ranks", comm.size()},
+        {"reps", o.reps},
+        {"warmup", o.warmup},
+        {"patch_size", config.patch_size},
+        {"grid", grid},
+        {"encoding", config.layout.encoding},
+        {"compression", values["compression"].as<std::string>()},
+        {"chunk_patches", config.layout.chunk_patches},
+        {"partition_block", config.partition_block},
+        {"qc", config.qc},
+        {"patchgen_config", config.config_ini},
+        {"work", o.work}}},
+      {"slide", {{"spec", {{"width", o.width}, {"height", o.height}, {"seed", o.seed},
+                           {"mpp", o.slide_mpp}}},
+                 {"generation", generation},
+                 {"info", slide_info(o.slide)}}},
+      {"warmup", warmups},
+      {"repetitions", reps},
+      {"summary", summary},
+      {"target", {{"ratio_min", kTargetRatio}, {"ratio_median", ratio_median},
+                  {"met", ratio_median >= kTargetRatio}}},
+      {"output", {{"patches", digest.patches},
+                  {"index_sha256", digest.index_sha256},
+                  {"pixels_sha256", digest.pixels_sha256},
+                  {"shard_sha256", reps.back()["patchgen"]["shard_sha256"]},
+                  {"shards_identical_across_repetitions", identical}}},
+      {"resources", {{"peak_rss_mb_max", peak_rss}, {"per_rank", usage}}}};
+  bench::write_report(o.out, report);
+  spdlog::info("patchgen/reference ratio median {:.3f} (target {}); report '{}'", ratio_median,
+               kTargetRatio, o.out);
+  return kExitOk;
+}
+
+}  // namespace
+}  // namespace tessera::patchgen
+
+int main(int argc, char** argv) {
+  namespace pg = tessera::patchgen;
+  const nlohmann::json command = tessera::bench::command_line(argc, argv);
+  return tessera::mpi_main(argc, argv, pg::kUsage, pg::bench_options(),
+                           [&](const tessera::po::variables_map& values, tessera::Comm& comm) {
+                             return pg::bench_main(values, comm, command);
+                           });
+}

@@ -1,0 +1,42 @@
+// embed's configuration: the option table and the typed Config that run() takes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "common/options.h"
+
+namespace tessera::embed {
+
+struct Config {
+  std::string run;                // run directory holding a completed patchgen/
+  std::string model;              // built-in name or TorchScript path
+  std::string preset;             // optional preset file
+  std::string tag;                // output folder RUN/embed/<tag>; default: model name
+  uint64_t seed = 0;
+  std::string device = "cpu";
+  std::string precision = "fp32";
+  int torch_threads = 0;
+  int batch_size = 32;
+  int prefetch = 2;               // batches read and prepared ahead of inference
+  std::string source = "store";   // store | wsi
+  std::string store_dtype = "fp32";  // fp32 | fp16 for the rank shards and merged outputs
+  bool overwrite = false;
+  double progress_interval = 5;
+  int debug_kill_rank = -1;
+  int64_t debug_kill_after = -1;  // patches embedded before the rank SIGKILLs itself
+  std::string config_ini;
+  std::string fingerprint_ini;
+};
+
+void add_options(po::options_description& desc);
+
+// Throws InvalidInput naming the option for out-of-range values.
+Config config_from(const po::variables_map& values);
+
+// The tag used when --tag is not given: the built-in name, or the TorchScript file's stem.
+std::string default_tag(const std::string& model);
+
+inline constexpr const char* kUsage = "mpirun -np R embed --run RUN --model NAME|FILE.pt [options]";
+
+}  // namespace tessera::embed
