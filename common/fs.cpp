@@ -325,3 +325,24 @@ std::string host_name() {
 }
 
 }  // namespace tessera
+
+namespace tessera {
+
+void commit_file(const std::string& tmp_path, const std::string& path) {
+  auto sync = [](const std::string& p, int flags) {
+    int fd = ::open(p.c_str(), flags);
+    if (fd < 0) fail<IoError>("cannot open '{}' to fsync it: {}", p, std::strerror(errno));
+    int rc = ::fsync(fd);
+    int err = errno;
+    ::close(fd);
+    if (rc != 0) fail<IoError>("cannot fsync '{}': {}", p, std::strerror(err));
+  };
+  sync(tmp_path, O_RDONLY);
+  if (::rename(tmp_path.c_str(), path.c_str()) != 0) {
+    fail<IoError>("cannot rename '{}' to '{}': {}", tmp_path, path, std::strerror(errno));
+  }
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  sync(dir.empty() ? "." : dir, O_RDONLY | O_DIRECTORY);
+}
+
+}  // namespace tessera

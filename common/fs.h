@@ -14,6 +14,11 @@ namespace tessera {
 // the complete new one, never a partial one. Creates missing parent directories.
 void atomic_write_file(const std::string& path, std::string_view content);
 
+// Makes a finished file durable and visible under its final name: fsyncs `tmp_path`, renames it
+// to `path` and fsyncs the directory. For files written by libraries (HDF5) that cannot go through
+// atomic_write_file.
+void commit_file(const std::string& tmp_path, const std::string& path);
+
 // Reads a whole file. Throws IoError naming the path when it is missing or unreadable.
 std::string read_file(const std::string& path);
 

@@ -110,7 +110,8 @@ StageState prepare_stage(Comm& comm, const std::string& stage, const std::string
                          const std::string& config_ini, const std::string& config_fingerprint,
                          bool overwrite) {
   StageState state;
-  std::string outcome;  // "0".."2": the action; otherwise an error message
+  // "0".."2": the action; otherwise "E<exit code>" followed by the error message.
+  std::string outcome;
   if (comm.rank() == 0) {
     try {
       fs::create_directories(stage_dir);
@@ -139,13 +140,18 @@ StageState prepare_stage(Comm& comm, const std::string& stage, const std::string
       }
       outcome = std::to_string(static_cast<int>(state.action));
     } catch (const fs::filesystem_error& e) {
-      outcome = fmt::format("cannot prepare '{}': {}", stage_dir, e.what());
+      outcome = fmt::format("E{}cannot prepare '{}': {}", static_cast<int>(kExitError), stage_dir,
+                            e.what());
     } catch (const Error& e) {
-      outcome = e.what();
+      outcome = fmt::format("E{}{}", e.exit_code(), e.what());
     }
   }
   outcome = comm.broadcast(outcome, 0);
-  if (outcome.size() != 1) throw InvalidInput(outcome);
+  if (outcome.size() != 1) {
+    const int code = outcome[1] - '0';
+    if (code == kExitBadInput) throw InvalidInput(outcome.substr(2));
+    throw IoError(outcome.substr(2));
+  }
   state.action = static_cast<StageAction>(outcome[0] - '0');
   return state;
 }

@@ -32,7 +32,10 @@ void add_options(po::options_description& desc) {
       ("precision", po::value<std::string>()->default_value("fp32"), "fp32, bf16 or fp16")
       ("torch-threads", po::value<int>()->default_value(0), "libtorch intra-op threads (0: all cores)")
       ("batch-size", po::value<int>()->default_value(32), "patches per forward pass")
-      ("prefetch", po::value<int>()->default_value(2), "batches read and prepared ahead");
+      ("prefetch", po::value<int>()->default_value(2), "batches read and prepared ahead")
+      ("deterministic", po::bool_switch(),
+       "run each image through the model on its own: embeddings then do not depend on batch "
+       "companions, so outputs are byte-identical for any number of ranks (slower)");
   po::options_description debug("Fault injection (tests only)");
   debug.add_options()
       ("debug-kill-rank", po::value<int>()->default_value(-1), "rank that kills itself (SIGKILL)")
@@ -66,6 +69,7 @@ Config config_from(const po::variables_map& v) {
   c.torch_threads = v["torch-threads"].as<int>();
   c.batch_size = v["batch-size"].as<int>();
   c.prefetch = v["prefetch"].as<int>();
+  c.deterministic = v["deterministic"].as<bool>();
   c.source = v["source"].as<std::string>();
   c.store_dtype = v["store-dtype"].as<std::string>();
   c.overwrite = v["overwrite"].as<bool>();

@@ -19,6 +19,7 @@ struct Config {
   int torch_threads = 0;
   int batch_size = 32;
   int prefetch = 2;               // batches read and prepared ahead of inference
+  bool deterministic = false;     // embed each image on its own (rank-count independent bytes)
   std::string source = "store";   // store | wsi
   std::string store_dtype = "fp32";  // fp32 | fp16 for the rank shards and merged outputs
   bool overwrite = false;

@@ -34,6 +34,7 @@ int run(const Config& config, Comm& comm) {
   spec.device_index = comm.local_rank();
   spec.precision = config.precision;
   spec.torch_threads = config.torch_threads;
+  spec.deterministic = config.deterministic;
   const Model model = Model::load(spec);
   const std::string stage_dir = (fs::path(config.run) / "embed" / config.tag).string();
   const std::string fingerprint =

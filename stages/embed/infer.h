@@ -30,9 +30,9 @@ struct InferStats {
 
 // Embeds index rows `rows` (in order) in batches of config.batch_size and writes
 // `shard_path` (/patch_id int64 [N], /embeddings float32|float16 [N, D]). The last batch is
-// padded with blank patches to the full batch size so that every forward pass has the same shape
-// (results then do not depend on how rows are split over ranks). Throws Error naming the patch
-// ids when an output holds NaN or Inf.
+// padded with blank patches to the full batch size so that every forward pass has the same shape.
+// Results still depend on an image's position in its batch by float rounding, unless
+// config.deterministic. Throws Error naming the patch ids when an output holds NaN or Inf.
 InferStats embed_rows(const patchgen::PatchIndex& index, const std::vector<int64_t>& rows,
                       const Model& model, PatchSource& source, const Config& config, int rank,
                       const std::string& shard_path, const std::string& progress_path);

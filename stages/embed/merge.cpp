@@ -33,7 +33,7 @@ void finish_slide(SlideFeatures& s) {
   s.features->close();
   s.coords->close();
   s.file->close();
-  fs::rename(s.path + ".tmp", s.path);
+  commit_file(s.path + ".tmp", s.path);
   s = SlideFeatures{};
 }
 
@@ -170,7 +170,7 @@ nlohmann::json merge(const patchgen::PatchIndex& index, const Config& config,
   m_slide.close();
   m_coords.close();
   merged.close();
-  fs::rename(merged_path + ".tmp", merged_path);
+  commit_file(merged_path + ".tmp", merged_path);
 
   const double merge_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   nlohmann::json summary = {{"stage", "embed"},

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include <ATen/Parallel.h>
+#include <spdlog/spdlog.h>
 #include <torch/cuda.h>
 #include <torch/script.h>
 #include <torch/version.h>
@@ -87,6 +88,17 @@ c10::Device resolve_device(const ModelSpec& spec) {
   return c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(spec.device_index % count));
 }
 
+// Whether libtorch's oneDNN has fast bf16 kernels here (it needs AVX-512 BW/VL/DQ on x86);
+// without them bf16 matrix products fall back to scalar loops.
+bool cpu_has_fast_bf16() {
+#if defined(__x86_64__) || defined(__i386__)
+  return __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+         __builtin_cpu_supports("avx512dq");
+#else
+  return true;
+#endif
+}
+
 void configure_threads(int requested) {
   const int threads = requested > 0
                           ? requested
@@ -124,6 +136,7 @@ struct Model::Impl {
   c10::ScalarType dtype = at::kFloat;
   at::Tensor mean, std;  // [1, 3, 1, 1] float on the host
   nlohmann::json fingerprint;
+  bool deterministic = false;
 
   // Runs the network on a host batch and returns validated float embeddings [n, D] on the host.
   at::Tensor run(const at::Tensor& input) const {
@@ -181,6 +194,11 @@ Model Model::load(const ModelSpec& spec) {
   impl->dtype = parse_precision(spec.precision);
   impl->device = resolve_device(spec);
   configure_threads(spec.torch_threads);
+  if (impl->dtype == at::kBFloat16 && !impl->device.is_cuda() && !cpu_has_fast_bf16()) {
+    spdlog::warn("model {}: bf16 on a CPU without AVX-512 runs libtorch's slow fallback kernels "
+                 "(10-30x slower than fp32); prefer fp32 here",
+                 spec.model);
+  }
   if (impl->device.is_cuda()) {
     at::globalContext().setBenchmarkCuDNN(false);
     at::globalContext().setDeterministicCuDNN(true);
@@ -227,6 +245,8 @@ Model Model::load(const ModelSpec& spec) {
   fingerprint["output_dim"] = impl->preset.output_dim;
   fingerprint["device"] = impl->device.is_cuda() ? "cuda" : "cpu";
   fingerprint["libtorch"] = TORCH_VERSION;
+  fingerprint["deterministic"] = spec.deterministic;
+  impl->deterministic = spec.deterministic;
   impl->fingerprint = std::move(fingerprint);
 
   const auto& p = impl->preset;
@@ -301,7 +321,14 @@ void Model::forward(const PreparedBatch& batch, float* out) const {
   c10::InferenceMode guard;
   at::Tensor result;
   try {
-    result = impl_->run(input);
+    if (impl_->deterministic && n > 1) {
+      std::vector<at::Tensor> rows;
+      rows.reserve(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) rows.push_back(impl_->run(input.narrow(0, i, 1)));
+      result = at::cat(rows, 0);
+    } else {
+      result = impl_->run(input);
+    }
   } catch (const c10::Error& e) {
     fail("model {}: inference on a batch of {} failed: {}", impl_->label, n, brief(e));
   }

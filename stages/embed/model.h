@@ -31,9 +31,16 @@ struct ModelSpec {
   std::string device = "cpu";  // "cpu", "cuda", or "auto" (cuda when available)
   // CUDA device ordinal; taken modulo cuda_device_count(), so a rank may pass its node-local rank.
   int device_index = 0;
-  std::string precision = "fp32";  // "fp32", "bf16" or "fp16" (module and input are cast to it)
+  // "fp32", "bf16" or "fp16": module and input are cast to it. fp16 needs CUDA (libtorch 1.13 has
+  // no CPU fp16 matrix kernels). bf16 on CPU is fast only with AVX-512 (oneDNN); without it libtorch
+  // falls back to scalar kernels, 10-30x slower than fp32 on an AVX2 machine (load() warns).
+  std::string precision = "fp32";
   // Intra-op threads of libtorch (a process-wide setting); 0 = std::thread::hardware_concurrency().
   int torch_threads = 0;
+  // Run each image of a batch through the network on its own, so that an embedding does not
+  // depend on its batch companions or position (GEMM kernels round edge rows differently).
+  // Slower; makes embed's outputs byte-identical for any number of ranks.
+  bool deterministic = false;
 };
 
 class Model;
@@ -98,7 +105,8 @@ class Model {
   // Determinism: the same model (built-in + seed, or file), input, precision, thread count and
   // batch size give bit-identical output across runs and processes on the same machine. The batch
   // size is not neutral: the GEMM kernels block differently, so an image embedded in a batch of 4
-  // differs from the same image alone by float rounding (measured <= 5e-7 in fp32, one ulp in bf16).
+  // differs from the same image alone by float rounding (measured <= 5e-7 in fp32, one ulp in bf16)
+  // unless ModelSpec::deterministic runs the images one by one.
   // On CUDA, cuDNN is put in deterministic, non-benchmark mode.
   void forward(const PreparedBatch& batch, float* out) const;
 

@@ -144,6 +144,20 @@ TEST(BuiltinModelsTest, BatchCompositionDoesNotChangeResults) {
   }
 }
 
+TEST(BuiltinModelsTest, DeterministicModeIsBatchInvariant) {
+  ModelSpec spec = spec_of("vit-tiny");
+  spec.deterministic = true;
+  const Model model = Model::load(spec);
+  EXPECT_EQ(model.fingerprint()["deterministic"], true);
+  const auto rgb = test_images(4, 224);
+  const auto batch = model.embed(rgb.data(), 4, 224);
+  const size_t image_bytes = 224 * 224 * 3;
+  for (int i = 0; i < 4; ++i) {
+    const auto single = model.embed(rgb.data() + i * image_bytes, 1, 224);
+    EXPECT_EQ(std::memcmp(single.data(), batch.data() + i * 64, 64 * sizeof(float)), 0) << i;
+  }
+}
+
 TEST(BuiltinModelsTest, PrepareMayRunWhileForwardRuns) {
   const Model model = Model::load(spec_of("vit-tiny"));
   const auto first = test_images(4, 224, 0), second = test_images(4, 224, 4);

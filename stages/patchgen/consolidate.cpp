@@ -1,8 +1,5 @@
 #include "stages/patchgen/consolidate.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <filesystem>
 #include <map>
@@ -31,15 +28,6 @@ struct IndexRow {
   int32_t shard;
   int64_t row;
 };
-
-void fsync_path(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY);
-  if (fd < 0 || ::fsync(fd) != 0) {
-    if (fd >= 0) ::close(fd);
-    fail<IoError>("cannot fsync '{}': {}", path, std::strerror(errno));
-  }
-  ::close(fd);
-}
 
 void write_index(const std::string& path, const std::vector<IndexRow>& rows,
                  const Manifest& manifest, const std::vector<SlidePlan>& plans,
@@ -130,8 +118,7 @@ void write_index(const std::string& path, const std::vector<IndexRow>& rows,
     slides.write_strings("metadata_columns", manifest.metadata_columns);
     file.close();
   }
-  fsync_path(tmp);
-  fs::rename(tmp, path);
+  commit_file(tmp, path);
 }
 
 }  // namespace

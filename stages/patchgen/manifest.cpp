@@ -126,6 +126,11 @@ Manifest parse_collecting(const std::string& text, const std::string& manifest_p
     }
     if (name != "slide_id" && name != "path" && name != "patient_id" && name != "mask_path" &&
         !name.empty()) {
+      // Metadata columns become HDF5 dataset names in the outputs.
+      if (!is_safe_slide_id(name)) {
+        problems.push_back(fmt::format(
+            "line 1: column name '{}' is not allowed (only A-Z a-z 0-9 . _ -, no leading dot)", name));
+      }
       manifest.metadata_columns.push_back(name);
     }
   }

@@ -57,6 +57,7 @@ TEST(Manifest, ListsEveryProblemAtOnce) {
 TEST(Manifest, MissingColumnsAndEmpty) {
   EXPECT_NE(message_of("id,path\na,b\n").find("required column 'slide_id'"), std::string::npos);
   EXPECT_NE(message_of("").find("no header"), std::string::npos);
+  EXPECT_NE(message_of("slide_id,path,a/b\nx,y,z\n").find("column name 'a/b'"), std::string::npos);
   EXPECT_NE(message_of("slide_id,path\n").find("no slides"), std::string::npos);
 }
 

@@ -1,0 +1,196 @@
+// embed end to end: the executable under mpirun with 1..3 ranks over a patchgen run made here.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "common/fs.h"
+#include "common/h5.h"
+#include "common/marker.h"
+#include "stages/synthslide/synthslide.h"
+#include "tests/e2e/e2e_util.h"
+
+namespace tessera::e2e {
+namespace {
+
+const std::string kPatchgen = TESSERA_PATCHGEN;
+const std::string kEmbed = TESSERA_EMBED;
+
+// One patchgen run (raw store, 2 ranks) and one JPEG store, shared by every test.
+class PatchRun : public ::testing::Environment {
+ public:
+  static fs::path dir() { return fs::temp_directory_path() / fmt::format("tessera_embed_e2e_{}", ::getpid()); }
+  static std::string raw() { return (dir() / "raw").string(); }
+  static std::string jpeg() { return (dir() / "jpeg").string(); }
+  void SetUp() override {
+    fs::remove_all(dir());
+    fs::create_directories(dir());
+    for (int i = 0; i < 2; ++i) {
+      synth::SlideSpec spec;
+      spec.path = (dir() / fmt::format("s{}.tif", i)).string();
+      spec.width = 1800;
+      spec.height = 1400 + 200 * i;
+      spec.seed = 40 + i;
+      spec.mpp = i == 0 ? 0.5 : 0.4;  // slide 1 is resampled to 0.5 um/px
+      synth::write_slide(spec);
+    }
+    write_text((dir() / "m.csv").string(), "slide_id,path\nfirst,s0.tif\nsecond,s1.tif\n");
+    for (const auto& [out, encoding] : {std::pair{raw(), "raw"}, std::pair{jpeg(), "jpeg"}}) {
+      std::string log;
+      int code = run_command(mpirun(2) + kPatchgen + " --manifest " + (dir() / "m.csv").string() +
+                             " --out " + out + " --patch-size 96 --encoding " + encoding, &log);
+      ASSERT_EQ(code, 0) << log;
+    }
+  }
+  void TearDown() override {
+    if (!::testing::UnitTest::GetInstance()->Failed()) fs::remove_all(dir());
+  }
+};
+
+std::string embed(int ranks, const std::string& run, const std::string& extra) {
+  return mpirun(ranks) + kEmbed + " --run " + run +
+         " --model vit-tiny --batch-size 8 --torch-threads 1 --progress-interval 0.5 " + extra;
+}
+
+struct Merged {
+  std::vector<int64_t> ids;
+  std::vector<float> emb;
+  std::vector<int64_t> coords;
+  int64_t dim = 0;
+};
+
+Merged read_merged(const std::string& stage_dir) {
+  h5::File f = h5::File::open(stage_dir + "/embeddings.h5", h5::Mode::kRead);
+  Merged m;
+  m.ids = f.open_dataset("patch_id").read_all<int64_t>();
+  m.emb = f.open_dataset("embeddings").read_all<float>();
+  m.coords = f.open_dataset("coords").read_all<int64_t>();
+  m.dim = f.attr_int("output_dim");
+  return m;
+}
+
+float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  float m = 0;
+  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::abs(a[i] - b[i]));
+  return m;
+}
+
+// Default mode: an image's batch companions differ with the rank count, and GEMM kernels round
+// edge rows differently, so results agree to float rounding. --deterministic embeds each image on
+// its own, making the merged output byte-identical whatever the rank count.
+TEST(EmbedE2E, MergedOutputsAgreeForOneTwoThreeRanks) {
+  h5::File index = h5::File::open(PatchRun::raw() + "/patchgen/index.h5", h5::Mode::kRead);
+  auto ids = index.open_dataset("patch_id").read_all<int64_t>();
+  for (const std::string mode : {"", "--deterministic"}) {
+    std::vector<Merged> merged;
+    for (int ranks = 1; ranks <= 3; ++ranks) {
+      std::string log;
+      const std::string tag = fmt::format("r{}{}", ranks, mode.empty() ? "" : "d");
+      ASSERT_EQ(run_command(embed(ranks, PatchRun::raw(), "--tag " + tag + " " + mode), &log), 0) << log;
+      merged.push_back(read_merged(PatchRun::raw() + "/embed/" + tag));
+    }
+    ASSERT_EQ(merged[0].ids, ids);
+    EXPECT_EQ(merged[0].dim, 64);
+    ASSERT_EQ(merged[0].emb.size(), ids.size() * 64);
+    for (int r = 1; r < 3; ++r) {
+      EXPECT_EQ(merged[r].ids, merged[0].ids);
+      ASSERT_EQ(merged[r].emb.size(), merged[0].emb.size());
+      float diff = max_abs_diff(merged[r].emb, merged[0].emb);
+      EXPECT_LE(diff, 1e-5f) << "ranks " << r + 1 << " " << mode;
+      if (!mode.empty()) {
+        EXPECT_EQ(std::memcmp(merged[r].emb.data(), merged[0].emb.data(), merged[0].emb.size() * 4), 0)
+            << "ranks " << r + 1 << " differ from 1 rank by up to " << diff;
+      }
+    }
+  }
+}
+
+TEST(EmbedE2E, PerSlideFilesHaveTheClamLayout) {
+  std::string log;
+  ASSERT_EQ(run_command(embed(2, PatchRun::raw(), "--tag layout --store-dtype fp16"), &log), 0) << log;
+  const std::string stage = PatchRun::raw() + "/embed/layout";
+  Merged m = read_merged(stage);
+  int64_t rows = 0;
+  for (const char* slide : {"first", "second"}) {
+    h5::File f = h5::File::open(stage + "/features/" + slide + ".h5", h5::Mode::kRead);
+    h5::Dataset features = f.open_dataset("features");
+    h5::Dataset coords = f.open_dataset("coords");
+    auto dims = features.dims();
+    ASSERT_EQ(dims.size(), 2u);
+    EXPECT_EQ(dims[1], 64u);
+    EXPECT_EQ(coords.dims()[0], dims[0]);
+    EXPECT_EQ(coords.dims()[1], 2u);
+    EXPECT_EQ(f.attr_int("patch_size"), 96);
+    EXPECT_DOUBLE_EQ(f.attr_double("mpp"), 0.5);
+    EXPECT_NE(f.attr_string("model_fingerprint").find("vit-tiny"), std::string::npos);
+    auto feats = features.read_all<float>();
+    auto xy = coords.read_all<int64_t>();
+    // The slide's rows are the merged rows of that slide, in the same order.
+    for (size_t k = 0; k < dims[0]; ++k) {
+      EXPECT_EQ(xy[2 * k], m.coords[2 * (rows + k)]);
+      EXPECT_EQ(feats[k * 64], m.emb[(rows + k) * 64]);
+    }
+    rows += static_cast<int64_t>(dims[0]);
+  }
+  EXPECT_EQ(rows, static_cast<int64_t>(m.ids.size()));
+  auto summary = read_json_file(stage + "/_SUCCESS");
+  ASSERT_TRUE(summary.has_value());
+  EXPECT_EQ((*summary)["store_dtype"], "fp16");
+}
+
+TEST(EmbedE2E, StoreAndWsiSourcesGiveIdenticalEmbeddings) {
+  std::string log;
+  ASSERT_EQ(run_command(embed(2, PatchRun::raw(), "--tag store"), &log), 0) << log;
+  ASSERT_EQ(run_command(embed(2, PatchRun::raw(), "--tag wsi --source wsi"), &log), 0) << log;
+  Merged a = read_merged(PatchRun::raw() + "/embed/store");
+  Merged b = read_merged(PatchRun::raw() + "/embed/wsi");
+  ASSERT_EQ(a.emb.size(), b.emb.size());
+  EXPECT_EQ(std::memcmp(a.emb.data(), b.emb.data(), a.emb.size() * 4), 0);
+}
+
+TEST(EmbedE2E, JpegStoreIsDecoded) {
+  std::string log;
+  ASSERT_EQ(run_command(embed(2, PatchRun::jpeg(), ""), &log), 0) << log;
+  Merged m = read_merged(PatchRun::jpeg() + "/embed/vit-tiny");
+  EXPECT_GT(m.ids.size(), 50u);
+  for (float v : m.emb) ASSERT_TRUE(std::isfinite(v));
+}
+
+TEST(EmbedE2E, KilledRankThenRerunEqualsUninterruptedRun) {
+  std::string log;
+  ASSERT_EQ(run_command(embed(2, PatchRun::raw(), "--tag clean"), &log), 0) << log;
+  EXPECT_NE(run_command(embed(2, PatchRun::raw(), "--tag killed --debug-kill-rank 1 --debug-kill-after 16"), &log), 0) << log;
+  EXPECT_FALSE(fs::exists(PatchRun::raw() + "/embed/killed/_SUCCESS"));
+  ASSERT_EQ(run_command(embed(2, PatchRun::raw(), "--tag killed"), &log), 0) << log;
+  EXPECT_NE(log.find("resuming"), std::string::npos) << log;
+  Merged a = read_merged(PatchRun::raw() + "/embed/clean");
+  Merged b = read_merged(PatchRun::raw() + "/embed/killed");
+  ASSERT_EQ(a.emb.size(), b.emb.size());
+  EXPECT_EQ(std::memcmp(a.emb.data(), b.emb.data(), a.emb.size() * 4), 0);
+  ASSERT_EQ(run_command(embed(2, PatchRun::raw(), "--tag killed"), &log), 0) << log;
+  EXPECT_NE(log.find("already complete"), std::string::npos) << log;
+}
+
+TEST(EmbedE2E, RefusesIncompletePatchgenChangedModelAndBadModel) {
+  std::string log;
+  const std::string empty = (PatchRun::dir() / "empty").string();
+  fs::create_directories(empty + "/patchgen");
+  EXPECT_EQ(run_command(embed(1, empty, ""), &log), 2) << log;
+  EXPECT_NE(log.find("no _SUCCESS"), std::string::npos) << log;
+  ASSERT_EQ(run_command(embed(1, PatchRun::raw(), "--tag same"), &log), 0) << log;
+  EXPECT_EQ(run_command(embed(1, PatchRun::raw(), "--tag same --seed 5"), &log), 2) << log;
+  EXPECT_NE(log.find("different configuration"), std::string::npos) << log;
+  EXPECT_EQ(run_command(mpirun(1) + kEmbed + " --run " + PatchRun::raw() + " --model vit-nope", &log), 2) << log;
+  EXPECT_NE(log.find("vit-nope"), std::string::npos) << log;
+  EXPECT_EQ(run_command(mpirun(1) + kEmbed + " --run " + PatchRun::raw() + " --model /no/such.pt", &log), 2) << log;
+  EXPECT_NE(log.find("/no/such.pt"), std::string::npos) << log;
+}
+
+}  // namespace
+}  // namespace tessera::e2e
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  ::testing::AddGlobalTestEnvironment(new tessera::e2e::PatchRun);
+  tessera::h5::init();
+  return RUN_ALL_TESTS();
+}
