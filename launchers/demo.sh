@@ -8,8 +8,7 @@ build="$root/build"
 "$root/.ci/bootstrap"
 generator=()
 if command -v ninja >/dev/null; then generator=(-G Ninja); fi
-cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DTESSERA_BUILD_TESTS=OFF -DTESSERA_BUILD_BENCHMARKS=OFF
+cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build "$build" -j "$(nproc)" --target synthslide patchgen embed
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mpi=(mpirun -np 2 --oversubscribe)
@@ -19,14 +18,14 @@ mkdir -p "$demo/slides"
   echo "slide_id,path,patient_id,site"
   for i in 1 2 3; do
     slide="$demo/slides/demo-$i.tif"
-    [[ -f "$slide" ]] || "$build/stages/synthslide/synthslide" --out "$slide" --width 6000 \
-      --height 4500 --seed "$i" --mask-out "$demo/slides/demo-$i.mask.png"
+    [[ -f "$slide" ]] || "$build/stages/synthslide/synthslide" --out "$slide" --width 4000 \
+      --height 3000 --seed "$i" --mask-out "$demo/slides/demo-$i.mask.png" >&2
     echo "demo-$i,slides/demo-$i.tif,patient-$(( (i + 1) / 2 )),site-$i"
   done
 } > "$demo/manifest.csv"
 
 "${mpi[@]}" "$build/stages/patchgen/patchgen" --manifest "$demo/manifest.csv" --out "$demo/run"
-"${mpi[@]}" "$build/stages/embed/embed" --run "$demo/run" --model vit-s16 --precision bf16 \
+"${mpi[@]}" "$build/stages/embed/embed" --run "$demo/run" --model vit-s16 --precision fp32 \
   --batch-size 16 --torch-threads 1
 
 echo

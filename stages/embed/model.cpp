@@ -5,6 +5,7 @@
 #include <thread>
 
 #include <ATen/Parallel.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 #include <torch/cuda.h>
 #include <torch/script.h>
