@@ -1,5 +1,6 @@
 #include "common/comm.h"
 
+#include <chrono>
 #include <cstdlib>
 #include <limits>
 
@@ -13,6 +14,12 @@ void mpi_check(int rc, const char* operation) {
   int length = 0;
   MPI_Error_string(rc, text, &length);
   fail<IoError>("MPI {} failed: {}", operation, std::string(text, length));
+}
+
+double timed_barrier(Comm& comm) {
+  const auto start = std::chrono::steady_clock::now();
+  comm.barrier();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 void SerialComm::abort(int exit_code) { std::_Exit(exit_code); }

@@ -78,6 +78,9 @@ class MpiComm final : public Comm {
   int local_rank_ = 0;
 };
 
+// Collective. A barrier that returns the seconds this rank waited in it.
+double timed_barrier(Comm& comm);
+
 // Throws IoError("MPI <operation> failed: <MPI error string>") unless rc == MPI_SUCCESS.
 void mpi_check(int rc, const char* operation);
 

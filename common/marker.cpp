@@ -86,6 +86,30 @@ MarkerCheck check_marker(const std::string& marker_path, const std::string& stag
   return check;
 }
 
+nlohmann::json summary_base(const std::string& stage, int world_size,
+                            const std::string& config_fingerprint, const std::string& start_time) {
+  return {{"stage", stage},
+          {"world_size", world_size},
+          {"config_fingerprint", config_fingerprint},
+          {"version", version()},
+          {"git_revision", git_revision()},
+          {"start_time", start_time},
+          {"end_time", utc_timestamp()}};
+}
+
+bool rank_output_complete(StageAction action, const std::string& marker_path,
+                          const std::string& stage_dir, const std::string& config_fingerprint,
+                          int world_size) {
+  if (action != StageAction::kResume) return false;
+  MarkerCheck check = check_marker(marker_path, stage_dir, config_fingerprint, world_size);
+  if (check.valid) {
+    spdlog::info("rank output is complete (valid marker), skipping it");
+  } else {
+    spdlog::info("redoing rank output: {}", check.reason);
+  }
+  return check.valid;
+}
+
 StageAction plan_stage(const std::string& stage_dir, const std::optional<nlohmann::json>& existing,
                        bool success_exists, const std::string& config_fingerprint, int world_size,
                        bool overwrite) {

@@ -62,6 +62,17 @@ struct StageState {
   std::optional<FileLock> lock;  // held by rank 0 only
 };
 
+// Fields every _SUCCESS summary starts with: stage, world_size, config_fingerprint, version,
+// git_revision, start_time (given) and end_time (now). Stage code adds its counts.
+nlohmann::json summary_base(const std::string& stage, int world_size,
+                            const std::string& config_fingerprint, const std::string& start_time);
+
+// On a resumed stage, whether this rank's output is already complete (its marker is valid);
+// logs the decision. Always false for a fresh stage.
+bool rank_output_complete(StageAction action, const std::string& marker_path,
+                          const std::string& stage_dir, const std::string& config_fingerprint,
+                          int world_size);
+
 // Collective. Rank 0 creates `stage_dir`, takes its lock (InvalidInput when another run holds it),
 // plans the action, on kFresh empties the directory and writes run.json and config.ini; the
 // action is broadcast to all ranks. Rank 0 must keep the returned lock alive until it is done.

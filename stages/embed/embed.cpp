@@ -59,14 +59,7 @@ int run(const Config& config, Comm& comm) {
   const std::string shard_path = (fs::path(stage_dir) / shard_rel).string();
   const std::string marker_path =
       (fs::path(stage_dir) / "markers" / rank_file_name(comm.rank(), ".json")).string();
-  bool skip = false;
-  if (state.action == StageAction::kResume) {
-    MarkerCheck check = check_marker(marker_path, stage_dir, fingerprint, comm.size());
-    skip = check.valid;
-    spdlog::info(skip ? "rank output is complete (valid marker), skipping" : "redoing rank output: {}",
-                 check.reason);
-  }
-  if (!skip) {
+  if (!rank_output_complete(state.action, marker_path, stage_dir, fingerprint, comm.size())) {
     const std::string rank_start = utc_timestamp();
     fs::create_directories(fs::path(shard_path).parent_path());
     fs::remove(marker_path);
@@ -89,10 +82,7 @@ int run(const Config& config, Comm& comm) {
                  stats.patches, stats.total_s, stats.patches / std::max(1e-9, stats.total_s),
                  stats.read_s, stats.prepare_s, stats.forward_s, stats.write_s, stats.wait_s);
   }
-  const auto wait_start = std::chrono::steady_clock::now();
-  comm.barrier();
-  const double wait_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - wait_start).count();
+  const double wait_s = timed_barrier(comm);
   std::string outcome;
   if (comm.rank() == 0) {
     auto summary = merge(index, config, model.fingerprint(), model.output_dim(), comm.size(),

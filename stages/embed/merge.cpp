@@ -173,26 +173,20 @@ nlohmann::json merge(const patchgen::PatchIndex& index, const Config& config,
   commit_file(merged_path + ".tmp", merged_path);
 
   const double merge_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  nlohmann::json summary = {{"stage", "embed"},
-                            {"tag", config.tag},
-                            {"status", "completed"},
-                            {"exit_code", 0},
-                            {"patches", n},
-                            {"slides", slides_written},
-                            {"output_dim", output_dim},
-                            {"store_dtype", config.store_dtype},
-                            {"source", config.source},
-                            {"model", model_fingerprint},
-                            {"world_size", world_size},
-                            {"config_fingerprint", fingerprint},
-                            {"patchgen_fingerprint", index.config_fingerprint},
-                            {"version", version()},
-                            {"git_revision", git_revision()},
-                            {"start_time", start_time},
-                            {"end_time", utc_timestamp()},
-                            {"seconds_summed_over_ranks", totals},
-                            {"wait_s_rank0", wait_s},
-                            {"merge_s", merge_s}};
+  nlohmann::json summary = summary_base("embed", world_size, fingerprint, start_time);
+  summary.update({{"tag", config.tag},
+                  {"status", "completed"},
+                  {"exit_code", 0},
+                  {"patches", n},
+                  {"slides", slides_written},
+                  {"output_dim", output_dim},
+                  {"store_dtype", config.store_dtype},
+                  {"source", config.source},
+                  {"model", model_fingerprint},
+                  {"patchgen_fingerprint", index.config_fingerprint},
+                  {"seconds_summed_over_ranks", totals},
+                  {"wait_s_rank0", wait_s},
+                  {"merge_s", merge_s}});
   atomic_write_file((fs::path(stage_dir) / "_SUCCESS").string(), summary.dump(2) + "\n");
   return summary;
 }

@@ -191,25 +191,18 @@ nlohmann::json consolidate(const Manifest& manifest, const std::vector<SlidePlan
   const int exit_code = slides_failed > 0 ? 3 : 0;
   double consolidate_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  nlohmann::json summary = {
-      {"stage", "patchgen"},
-      {"status", slides_failed > 0 ? "completed_with_failures" : "completed"},
-      {"exit_code", exit_code},
-      {"slides", manifest.slides.size()},
-      {"slides_ok", static_cast<int>(manifest.slides.size()) - slides_failed},
-      {"slides_failed", slides_failed},
-      {"failed", failed},
-      {"patches", rows.size()},
-      {"shard_bytes", bytes},
-      {"world_size", world_size},
-      {"config_fingerprint", fingerprint},
-      {"version", version()},
-      {"git_revision", git_revision()},
-      {"start_time", start_time},
-      {"end_time", utc_timestamp()},
-      {"seconds_summed_over_ranks", totals},
-      {"wait_s_rank0", wait_s},
-      {"consolidate_s", consolidate_s}};
+  nlohmann::json summary = summary_base("patchgen", world_size, fingerprint, start_time);
+  summary.update({{"status", slides_failed > 0 ? "completed_with_failures" : "completed"},
+                  {"exit_code", exit_code},
+                  {"slides", manifest.slides.size()},
+                  {"slides_ok", static_cast<int>(manifest.slides.size()) - slides_failed},
+                  {"slides_failed", slides_failed},
+                  {"failed", failed},
+                  {"patches", rows.size()},
+                  {"shard_bytes", bytes},
+                  {"seconds_summed_over_ranks", totals},
+                  {"wait_s_rank0", wait_s},
+                  {"consolidate_s", consolidate_s}});
   atomic_write_file((fs::path(stage_dir) / "_SUCCESS").string(), summary.dump(2) + "\n");
   return summary;
 }

@@ -44,6 +44,30 @@ int nearest_level(const std::vector<double>& downsamples, double target_downsamp
   return best;
 }
 
+int segmentation_level(const std::vector<double>& downsamples, double seg_downsample) {
+  if (downsamples.empty() || !(seg_downsample > 0)) {
+    fail<InvalidInput>("segmentation_level: invalid arguments (levels {}, seg_downsample {})",
+                       downsamples.size(), seg_downsample);
+  }
+  constexpr double kTolerance = 0.01;
+  const int n = static_cast<int>(downsamples.size());
+  int best = 0;
+  for (int l = 0; l < n; ++l) {
+    if (downsamples[l] <= seg_downsample * (1 + kTolerance) && downsamples[l] > downsamples[best]) {
+      best = l;
+    }
+  }
+  if (seg_downsample / downsamples[best] <= kMaxSegReadRatio) return best;
+  int coarser = -1;
+  for (int l = 0; l < n; ++l) {
+    if (downsamples[l] > downsamples[best] &&
+        (coarser < 0 || downsamples[l] < downsamples[coarser])) {
+      coarser = l;
+    }
+  }
+  return coarser < 0 ? best : coarser;
+}
+
 int64_t grid_positions(int64_t extent, double footprint, double stride0) {
   int64_t n = 0;
   while (std::llround(static_cast<double>(n) * stride0) + static_cast<int64_t>(std::ceil(footprint)) <=

@@ -31,6 +31,17 @@ LevelChoice choose_level(const std::vector<double>& downsamples, double mpp0, do
 // The level whose downsample is nearest to `target_downsample` in log scale (ties: the finer).
 int nearest_level(const std::vector<double>& downsamples, double target_downsample);
 
+// The level to read for a tissue-detection thumbnail of `seg_downsample` level-0 pixels per
+// pixel: the coarsest level whose downsample is at most seg_downsample (within 1%, relative, so
+// that OpenSlide's slightly-off 32.004 counts as 32), which the caller then area-shrinks to
+// seg_downsample. That level is at most seg_downsample / level_downsample times larger per side
+// than the thumbnail; when that ratio exceeds kMaxSegReadRatio (sparse pyramids, e.g. levels 1x
+// and 64x for a target of 32) and a coarser level exists, the next coarser level is returned
+// instead, to be used as is. Level 0 when every level is coarser than the target. Throws
+// InvalidInput when `downsamples` is empty or seg_downsample is not positive. Thread-safe.
+inline constexpr double kMaxSegReadRatio = 8;
+int segmentation_level(const std::vector<double>& downsamples, double seg_downsample);
+
 struct GridPatch {
   int64_t x = 0;  // level-0 top-left corner
   int64_t y = 0;

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/error.h"
+
 namespace tessera::patchgen {
 namespace {
 
@@ -47,6 +49,34 @@ TEST(NearestLevel, LogDistance) {
   EXPECT_EQ(nearest_level({1, 4, 16, 64}, 32), 2);  // 16 and 64 tie in log: the finer wins
   EXPECT_EQ(nearest_level({1, 2, 4, 8, 16, 32, 64}, 32), 5);
   EXPECT_EQ(nearest_level({1}, 32), 0);
+}
+
+TEST(SegmentationLevel, CoarsestLevelNotCoarserThanTarget) {
+  EXPECT_EQ(segmentation_level({1, 4, 16, 64}, 32), 2);  // nearest_level's tie, but never 64
+  EXPECT_EQ(segmentation_level({1, 2, 4, 8, 16, 32, 64}, 32), 5);
+  EXPECT_EQ(segmentation_level({1, 4, 16, 64}, 64), 3);
+  EXPECT_EQ(segmentation_level({1, 4, 16, 64}, 63), 2);
+  EXPECT_EQ(segmentation_level({1, 4, 16}, 1), 0);
+}
+
+TEST(SegmentationLevel, NearlyEqualDownsampleCountsAsEqual) {
+  // OpenSlide reports e.g. 32.004 for a 32x level of an odd-sized slide.
+  EXPECT_EQ(segmentation_level({1, 4.0005, 16.002, 32.004}, 32), 3);
+  EXPECT_EQ(segmentation_level({1, 4, 16, 33}, 32), 2);
+}
+
+TEST(SegmentationLevel, SparsePyramidFallsBackToCoarserLevel) {
+  // Reading level 0 would be 32x the thumbnail per side: the 64x level is used as is.
+  EXPECT_EQ(segmentation_level({1, 64}, 32), 1);
+  // 8x per side is still read and shrunk.
+  EXPECT_EQ(segmentation_level({1, 4, 64}, 32), 1);
+  // No coarser level: level 0 whatever the ratio.
+  EXPECT_EQ(segmentation_level({1}, 32), 0);
+}
+
+TEST(SegmentationLevel, RejectsInvalidArguments) {
+  EXPECT_THROW(segmentation_level({}, 32), InvalidInput);
+  EXPECT_THROW(segmentation_level({1, 4}, 0), InvalidInput);
 }
 
 TEST(Grid, OnlyWholePatchesInsideTheSlide) {

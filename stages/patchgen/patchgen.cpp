@@ -105,24 +105,13 @@ int run(const Config& config, Comm& comm) {
 
   const std::string marker_path =
       (fs::path(stage_dir) / "markers" / rank_file_name(comm.rank(), ".json")).string();
-  bool skip = false;
-  if (state.action == StageAction::kResume) {
-    MarkerCheck check = check_marker(marker_path, stage_dir, fingerprint, comm.size());
-    skip = check.valid;
-    spdlog::info(skip ? "shard is complete (valid marker), skipping extraction"
-                      : "redoing shard: {}",
-                 check.reason);
-  }
-  if (!skip) {
+  if (!rank_output_complete(state.action, marker_path, stage_dir, fingerprint, comm.size())) {
     ExtractStats stats = extract_rank(*manifest, plans, config, comm.rank(), comm.size(),
                                       stage_dir, fingerprint);
     spdlog::info("wrote {} patches in {:.1f}s (read {:.1f}s, write {:.1f}s)", stats.patches,
                  stats.total_s, stats.read_s, stats.write_s);
   }
-  const auto wait_start = std::chrono::steady_clock::now();
-  comm.barrier();
-  const double wait_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - wait_start).count();
+  const double wait_s = timed_barrier(comm);
 
   std::string outcome;
   if (comm.rank() == 0) {

@@ -5,6 +5,8 @@
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
+#include <opencv2/core.hpp>
+#include <opencv2/imgproc.hpp>
 #include <spdlog/spdlog.h>
 
 #include "common/error.h"
@@ -20,6 +22,30 @@ SlidePlan failed(SlidePlan plan, std::string reason) {
   plan.reason = std::move(reason);
   plan.patches.clear();
   return plan;
+}
+
+// The slide area-shrunk to ceil(width / seg_downsample) x ceil(height / seg_downsample) pixels,
+// so that detect_tissue's kernels act at the requested scale whatever the pyramid offers. The
+// level read (segmentation_level) is never coarser than that unless the pyramid lacks a level
+// within kMaxSegReadRatio of it, and then it is used as is: no upscaling. Memory: the level read
+// is at most kMaxSegReadRatio times the thumbnail per side (64x its area); typical 2x or 4x
+// pyramids read at most 4x per side. Worst case: a slide with no level coarser than the target
+// (e.g. a single-level TIFF) is read whole at level 0, as before.
+Image8 segmentation_thumbnail(const Slide& slide, double seg_downsample) {
+  const int level = segmentation_level(slide.downsamples(), seg_downsample);
+  Image8 full = slide.read_level(level);
+  const auto target_side = [&](int64_t extent0, int level_extent) {
+    const auto side = static_cast<int64_t>(std::ceil(static_cast<double>(extent0) / seg_downsample));
+    return static_cast<int>(std::clamp<int64_t>(side, 1, level_extent));
+  };
+  const int tw = target_side(slide.width(), full.width);
+  const int th = target_side(slide.height(), full.height);
+  if (tw == full.width && th == full.height) return full;
+  Image8 thumb{tw, th, 3, std::vector<uint8_t>(static_cast<size_t>(tw) * th * 3)};
+  const cv::Mat src(full.height, full.width, CV_8UC3, full.pixels.data());
+  cv::Mat dst(th, tw, CV_8UC3, thumb.pixels.data());
+  cv::resize(src, dst, dst.size(), 0, 0, cv::INTER_AREA);
+  return thumb;
 }
 
 }  // namespace
@@ -56,8 +82,7 @@ SlidePlan plan_slide(const SlideEntry& entry, const Config& config, const std::s
   double thumb_dx = 1, thumb_dy = 1;
   TissueMask mask;
   try {
-    const int thumb_level = nearest_level(slide->downsamples(), config.tissue.seg_downsample);
-    thumbnail = slide->read_level(thumb_level);
+    thumbnail = segmentation_thumbnail(*slide, config.tissue.seg_downsample);
     thumb_dx = static_cast<double>(plan.width) / thumbnail.width;
     thumb_dy = static_cast<double>(plan.height) / thumbnail.height;
   } catch (const IoError& e) {
