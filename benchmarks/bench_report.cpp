@@ -31,7 +31,9 @@ std::string proc_field(const std::string& path, const std::string& key) {
   return "";
 }
 
-nlohmann::json or_null(const std::string& s) { return s.empty() ? nlohmann::json() : nlohmann::json(s); }
+nlohmann::json or_null(const std::string& s) {
+  return s.empty() ? nlohmann::json() : nlohmann::json(s);
+}
 
 void summarize_into(const nlohmann::json& repetitions, const nlohmann::json::json_pointer& at,
                     const nlohmann::json& shape, nlohmann::json& out) {
@@ -42,7 +44,9 @@ void summarize_into(const nlohmann::json& repetitions, const nlohmann::json::jso
     } else if (value.is_number()) {
       std::vector<double> values;
       for (const auto& rep : repetitions) {
-        if (rep.contains(field) && rep[field].is_number()) values.push_back(rep[field].get<double>());
+        if (rep.contains(field) && rep[field].is_number()) {
+          values.push_back(rep[field].get<double>());
+        }
       }
       out[field] = summarize(values);
     }
@@ -69,7 +73,8 @@ nlohmann::json machine_info() {
   m["cpu_model"] = or_null(proc_field("/proc/cpuinfo", "model name"));
   m["logical_cores"] = std::thread::hardware_concurrency();
   const std::string mem = proc_field("/proc/meminfo", "MemTotal");  // "24567890 kB"
-  m["memory_gib"] = mem.empty() ? nlohmann::json() : nlohmann::json(std::stod(mem) / (1024.0 * 1024.0));
+  m["memory_gib"] =
+      mem.empty() ? nlohmann::json() : nlohmann::json(std::stod(mem) / (1024.0 * 1024.0));
   m["load_average"] = load_average();
   return m;
 }
@@ -109,6 +114,13 @@ nlohmann::json resource_usage() {
           {"major_page_faults", u.ru_majflt},
           {"user_s", seconds(u.ru_utime)},
           {"system_s", seconds(u.ru_stime)}};
+}
+
+double cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_utime.tv_sec + u.ru_utime.tv_usec / 1e6 + u.ru_stime.tv_sec +
+         u.ru_stime.tv_usec / 1e6;
 }
 
 bool reset_peak_rss() {

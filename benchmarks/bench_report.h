@@ -34,6 +34,9 @@ nlohmann::json command_line(int argc, char** argv);
 // minor_page_faults, major_page_faults, user_s and system_s CPU seconds.
 nlohmann::json resource_usage();
 
+// User plus system CPU seconds of this process so far (getrusage RUSAGE_SELF, all threads).
+double cpu_seconds();
+
 // Resets the kernel's peak-RSS mark of this process (writes "5" to /proc/self/clear_refs, Linux
 // 4.0+) so that peak_rss_mb_since_reset() measures one phase. Returns false when not possible.
 bool reset_peak_rss();

@@ -90,7 +90,8 @@ BenchOptions bench_options_from(const po::variables_map& v, int world_size) {
   o.warmup = v["warmup"].as<int>();
   o.out = v["out"].as<std::string>();
   if (o.out.empty()) {
-    o.out = (fs::path(o.work) / ("patchgen_bench_np" + std::to_string(world_size) + ".json")).string();
+    const std::string name = "patchgen_bench_np" + std::to_string(world_size) + ".json";
+    o.out = (fs::path(o.work) / name).string();
   }
   if (o.reps < 1) fail<InvalidInput>("invalid --reps {}: must be >= 1", o.reps);
   if (o.warmup < 0) fail<InvalidInput>("invalid --warmup {}: must be >= 0", o.warmup);
@@ -140,6 +141,13 @@ json slide_info(const std::string& path) {
   for (int l = 0; l < slide.level_count(); ++l) levels.push_back({slide.width(l), slide.height(l)});
   return {{"path", path}, {"bytes", file_size(path).value_or(0)}, {"vendor", slide.vendor()},
           {"levels", levels}};
+}
+
+// Collective.
+double sum_over_ranks(double value, Comm& comm) {
+  double sum = 0;
+  for (const auto& s : comm.allgather(json(value).dump())) sum += json::parse(s).get<double>();
+  return sum;
 }
 
 // Every regular file under `dir`: count and bytes.
@@ -196,9 +204,11 @@ json measure_patchgen(const Config& config, const SlidePlan& plan, Comm& comm) {
   bench::reset_peak_rss();
   comm.barrier();
   Stopwatch watch;
+  const double cpu0 = bench::cpu_seconds();
   const int code = run(config, comm);
   comm.barrier();
   const double wall = watch.seconds();
+  const double cpu = sum_over_ranks(bench::cpu_seconds() - cpu0, comm);
   const json rss = bench::peak_rss_mb_since_reset();
   const double peak_rss = comm.allreduce_max(rss.is_number() ? rss.get<double>() : -1.0);
   if (code != kExitOk) fail<Error>("patchgen exited with code {}", code);
@@ -218,7 +228,8 @@ json measure_patchgen(const Config& config, const SlidePlan& plan, Comm& comm) {
             .value();
     const json& s = marker["stats"];
     per_rank.push_back({{"rank", r}, {"patches", s["patches"]}, {"read_s", s["read_s"]},
-                        {"write_s", s["write_s"]}, {"extract_s", s["total_s"]}});
+                        {"write_s", s["write_s"]}, {"extract_s", s["total_s"]},
+                        {"outside_extract_s", wall - s["total_s"].get<double>()}});
     shard_sha.push_back(marker["file_sha256"]);
   }
   const double read = sum["read_s"], resize = sum["resize_s"], encode = sum["encode_s"],
@@ -229,6 +240,8 @@ json measure_patchgen(const Config& config, const SlidePlan& plan, Comm& comm) {
       {"wall_s", wall},
       {"patches_per_s", patches / wall},
       {"patches_per_s_per_rank", patches / wall / ranks},
+      {"cpu_s", cpu},
+      {"patches_per_cpu_s", patches / cpu},
       {"shard_bytes", shard_bytes},
       {"mb_written_per_s", shard_bytes / 1e6 / wall},
       {"files_written", files},
@@ -262,6 +275,7 @@ json measure_reference(const Config& config, const SlidePlan& plan, const std::s
   bench::reset_peak_rss();
   comm.barrier();
   Stopwatch watch;
+  const double cpu0 = bench::cpu_seconds();
   {
     Slide slide = Slide::open(slide_path);
     for (int64_t i : mine) {
@@ -273,6 +287,7 @@ json measure_reference(const Config& config, const SlidePlan& plan, const std::s
   const double loop = watch.seconds();
   comm.barrier();
   const double wall = watch.seconds();
+  const double cpu = sum_over_ranks(bench::cpu_seconds() - cpu0, comm);
   const json rss = bench::peak_rss_mb_since_reset();
   const double peak_rss = comm.allreduce_max(rss.is_number() ? rss.get<double>() : -1.0);
   json loops = json::array();
@@ -282,6 +297,8 @@ json measure_reference(const Config& config, const SlidePlan& plan, const std::s
           {"wall_s", wall},
           {"patches_per_s", total / wall},
           {"patches_per_s_per_rank", total / wall / comm.size()},
+          {"cpu_s", cpu},
+          {"patches_per_cpu_s", total / cpu},
           {"peak_rss_mb", peak_rss},
           {"per_rank_loop_s", loops}};
 }
@@ -307,6 +324,8 @@ json repetition(int index, bool patchgen_first, const Config& config, const std:
   }
   if (comm.rank() != 0) return {};
   const double ratio = pg["patches_per_s"].get<double>() / ref["patches_per_s"].get<double>();
+  const double ratio_cpu =
+      pg["patches_per_cpu_s"].get<double>() / ref["patches_per_cpu_s"].get<double>();
   spdlog::info("repetition {}: patchgen {:.1f} patches/s, reference {:.1f} patches/s, ratio {:.3f}",
                index, pg["patches_per_s"].get<double>(), ref["patches_per_s"].get<double>(), ratio);
   return {{"index", index},
@@ -315,14 +334,16 @@ json repetition(int index, bool patchgen_first, const Config& config, const std:
           {"tissue_detection_s", plan_s},
           {"patchgen", pg},
           {"reference", ref},
-          {"ratio", ratio}};
+          {"ratio", ratio},
+          {"ratio_cpu", ratio_cpu}};
 }
 
 int bench_main(const po::variables_map& values, Comm& comm, const json& command) {
   const BenchOptions o = bench_options_from(values, comm.size());
   const std::string manifest = (fs::path(o.work) / "manifest.csv").string();
-  const std::string run_dir = (fs::path(o.work) / ("run-np" + std::to_string(comm.size()))).string();
-  const std::string qc_dir = (fs::path(o.work) / ("plan-qc-np" + std::to_string(comm.size()))).string();
+  const std::string np = "np" + std::to_string(comm.size());
+  const std::string run_dir = (fs::path(o.work) / ("run-" + np)).string();
+  const std::string qc_dir = (fs::path(o.work) / ("plan-qc-" + np)).string();
   const json load_start = bench::load_average();
   json generation;
   if (comm.rank() == 0) {
@@ -335,20 +356,23 @@ int bench_main(const po::variables_map& values, Comm& comm, const json& command)
 
   json warmups = json::array(), reps = json::array(), grid;
   for (int w = 0; w < o.warmup; ++w) {
-    warmups.push_back(repetition(w, /*patchgen_first=*/true, config, qc_dir, o.slide, comm, &grid));
+    warmups.push_back(repetition(w, true, config, qc_dir, o.slide, comm, &grid));
   }
-  for (int r = 0; r < o.reps; ++r) {
-    reps.push_back(repetition(r, /*patchgen_first=*/r % 2 == 0, config, qc_dir, o.slide, comm, &grid));
+  for (int r = 0; r < o.reps; ++r) {  // alternating order cancels drift and cache effects
+    reps.push_back(repetition(r, r % 2 == 0, config, qc_dir, o.slide, comm, &grid));
   }
   json usage = json::array();
-  for (const auto& s : comm.allgather(bench::resource_usage().dump())) usage.push_back(json::parse(s));
+  for (const auto& s : comm.allgather(bench::resource_usage().dump())) {
+    usage.push_back(json::parse(s));
+  }
   if (comm.rank() != 0) return kExitOk;
 
   const std::string stage_dir = (fs::path(run_dir) / "patchgen").string();
   const RunDigest digest = digest_run(stage_dir);
   bool identical = true;
-  for (const json& rep : warmups) identical &= rep["patchgen"]["shard_sha256"] == reps[0]["patchgen"]["shard_sha256"];
-  for (const json& rep : reps) identical &= rep["patchgen"]["shard_sha256"] == reps[0]["patchgen"]["shard_sha256"];
+  const json& shards = reps[0]["patchgen"]["shard_sha256"];
+  for (const json& rep : warmups) identical &= rep["patchgen"]["shard_sha256"] == shards;
+  for (const json& rep : reps) identical &= rep["patchgen"]["shard_sha256"] == shards;
   const json summary = bench::summarize_repetitions(reps);
   const double ratio_median = summary["ratio"]["median"].get<double>();
   double peak_rss = 0;

@@ -39,10 +39,12 @@ struct MarkerCheck {
 };
 
 // Checks the marker at `marker_path` against the expected fingerprint and world size, and the file
-// it names (`file`, relative to `stage_dir`) against `file_bytes` and `file_sha256`. Never throws
-// for invalid or missing markers: that is an expected outcome.
+// it names (`file`, relative to `stage_dir`) against `file_bytes` and, with verify_hash,
+// `file_sha256` (which reads the whole file). Never throws for invalid or missing markers: that
+// is an expected outcome.
 MarkerCheck check_marker(const std::string& marker_path, const std::string& stage_dir,
-                         const std::string& config_fingerprint, int world_size);
+                         const std::string& config_fingerprint, int world_size,
+                         bool verify_hash = true);
 
 enum class StageAction {
   kFresh,    // start from an empty stage directory
