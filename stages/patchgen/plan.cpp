@@ -77,6 +77,13 @@ SlidePlan plan_slide(const SlideEntry& entry, const Config& config, const std::s
   }
   plan.level = choose_level(slide->downsamples(), mpp->x, config.mpp, config.patch_size,
                             config.mpp_tolerance);
+  if (mpp->x > kMaxUpsample * config.mpp) {
+    // Typically a 72 or 96 dpi tag of a non-microscopy TIFF: enlarging single pixels into patches
+    // would invent detail.
+    return failed(plan, fmt::format("slide resolution {:.4g} um/px ({}) is more than {}x coarser "
+                                    "than --mpp {}; refusing to upsample",
+                                    mpp->x, mpp->source, kMaxUpsample, config.mpp));
+  }
 
   Image8 thumbnail;
   double thumb_dx = 1, thumb_dy = 1;

@@ -28,6 +28,10 @@ struct SlidePlan {
   std::vector<GridPatch> patches;
 };
 
+// Slides whose level-0 resolution is coarser than the target by more than this factor fail
+// instead of being upsampled.
+inline constexpr double kMaxUpsample = 2.0;
+
 // Opens the slide, finds its resolution, detects tissue (or loads its mask), builds the grid and,
 // with config.qc, writes `qc_dir/<slide_id>.png`. Expected failures (unreadable slide, no
 // resolution, unreadable mask, no tissue) are returned as a plan with ok=false and a reason; only

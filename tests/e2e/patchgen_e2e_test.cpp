@@ -246,7 +246,7 @@ TEST(PatchgenE2E, BadSlidesAreRecordedWithReasonsAndExitCodeThree) {
   expect_failed(6, "cannot open slide");
   expect_failed(7, "unsupported or missing format");
   expect_failed(8, "no tissue");  // 16 x 16 px: too small for any patch
-  expect_failed(9, "");           // 300 x 250 px boxes, no tissue-like saturation
+  expect_failed(9, "refusing to upsample");  // 300 x 250 px boxes tagged 72 dpi (352 um/px)
   auto ids = index.open_dataset("slide").read_all<int32_t>();
   EXPECT_TRUE(std::all_of(ids.begin(), ids.end(), [](int32_t s) { return s == 0; }));
 
