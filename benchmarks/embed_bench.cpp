@@ -2,6 +2,7 @@
 // with one model, batch size, thread count and precision, four ways (docs/performance.md, "embed"):
 //   model-only  Model::forward over batches prepared once up front (the model's own ceiling)
 //   cached      Model::prepare + forward, batch after batch, over pixels already in memory
+//               (both on a thread of their own, as embed_rows runs forward on one)
 //   store       embed_rows with a StoreSource: the stage's path from patchgen's HDF5 shards, read
 //               and prepare overlapped with forward, embeddings appended to an HDF5 shard
 //   wsi         embed_rows with a WsiSource: the coupled path reading the slide with OpenSlide
@@ -14,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -262,15 +264,35 @@ json timed(Comm& comm, int64_t total, Body&& body) {
           {"cpu_system_s_max_rank", comm.allreduce_max(delta("system_s"))}};
 }
 
+// Runs `body` on a new thread and waits for it. embed_rows runs forward on its own inference
+// thread; so do model-only and cached, because a thread's OpenMP team and malloc arena change the
+// speed: on the 2-core development machine, forward passes on the main thread took 7x more page
+// faults and, under load, up to 10x longer (spinning OpenMP workers).
+template <typename Body>
+void on_new_thread(Body&& body) {
+  std::exception_ptr error;
+  std::thread thread([&] {
+    try {
+      body();
+    } catch (...) {
+      error = std::current_exception();
+    }
+  });
+  thread.join();
+  if (error) std::rethrow_exception(error);
+}
+
 ModeRun model_only(const Model& model, const PatchSet& set,
                    const std::vector<PreparedBatch>& prepared, Comm& comm) {
   const int d = model.output_dim();
   std::vector<float> out(prepared.size() * set.batch_size * static_cast<size_t>(d));
   ModeRun r;
   r.metrics = timed(comm, set.total, [&] {
-    for (size_t b = 0; b < prepared.size(); ++b) {
-      model.forward(prepared[b], out.data() + b * set.batch_size * static_cast<size_t>(d));
-    }
+    on_new_thread([&] {
+      for (size_t b = 0; b < prepared.size(); ++b) {
+        model.forward(prepared[b], out.data() + b * set.batch_size * static_cast<size_t>(d));
+      }
+    });
   });
   r.embeddings = real_rows(set, out, d);
   return r;
@@ -281,11 +303,13 @@ ModeRun cached(const Model& model, const PatchSet& set, Comm& comm) {
   std::vector<float> out(set.batches.size() * set.batch_size * static_cast<size_t>(d));
   ModeRun r;
   r.metrics = timed(comm, set.total, [&] {
-    for (size_t b = 0; b < set.batches.size(); ++b) {
-      const PreparedBatch input =
-          model.prepare(set.batch_pixels(b), set.batch_size, set.patch_size);
-      model.forward(input, out.data() + b * set.batch_size * static_cast<size_t>(d));
-    }
+    on_new_thread([&] {
+      for (size_t b = 0; b < set.batches.size(); ++b) {
+        const PreparedBatch input =
+            model.prepare(set.batch_pixels(b), set.batch_size, set.patch_size);
+        model.forward(input, out.data() + b * set.batch_size * static_cast<size_t>(d));
+      }
+    });
   });
   r.embeddings = real_rows(set, out, d);
   return r;
@@ -416,22 +440,6 @@ json environment() {
   return env;
 }
 
-// Spinning OpenMP threads on an oversubscribed machine slow forward passes on the main thread
-// (model-only, cached) by up to 10x while the stage's inference thread is hardly affected, which
-// would inflate the efficiency; measured on the 2-core development machine under load 4.5.
-void warn_if_spinning_under_load(const Config& config) {
-  const json load = bench::load_average();
-  const char* policy = std::getenv("OMP_WAIT_POLICY");
-  const double cores = std::max(1u, std::thread::hardware_concurrency());
-  if (config.device == "cpu" && load.is_array() && load[0].get<double>() > 0.5 * cores &&
-      (policy == nullptr || std::string(policy) != "PASSIVE")) {
-    spdlog::warn("load average {:.1f} on {} cores and OMP_WAIT_POLICY is not PASSIVE: spinning "
-                 "OpenMP threads can slow model-only and cached by up to 10x; set "
-                 "OMP_WAIT_POLICY=PASSIVE (benchmarks/run_embed_bench.sh does)",
-                 load[0].get<double>(), cores);
-  }
-}
-
 int bench_main(const po::variables_map& values, Comm& comm, const json& command) {
   Stopwatch total_watch;
   const json load_start = bench::load_average();
@@ -469,7 +477,6 @@ int bench_main(const po::variables_map& values, Comm& comm, const json& command)
   comm.barrier();
   const Context context{model, index, set, prepared, config, scratch, comm};
   if (comm.rank() == 0) {
-    warn_if_spinning_under_load(config);
     spdlog::info("embed_bench: {} patches of run '{}', model {} (D={}), {} {}, batch {}, "
                  "{} torch threads, {} ranks, {} warm-up + {} timed repetitions",
                  o.patches, o.run, config.model, model.output_dim(), config.device,

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the embed benchmark (docs/performance.md, "embed") on the CPU: each model of BENCH_MODELS in
 # each precision of BENCH_PRECISIONS, batch 16, 2 torch threads, the first BENCH_PATCHES patches,
-# 1 warm-up + 3 timed repetitions, one rank. Writes
+# 1 warm-up + 5 timed repetitions, one rank. Writes
 # BENCH_OUT/embed-bench/embed_bench_<model>_<precision>_cpu_bs16_np1.json; the first call generates
 # the slide and the patchgen run under BENCH_OUT/embed-bench/.
 #
@@ -9,9 +9,8 @@
 #
 # Environment: BENCH_OUT (default <repo>/bench-out), BENCH_MODELS (default "vit-s16
 # resnet50-trunc"), BENCH_PRECISIONS (default "fp32"; bf16 is 100-500x slower than fp32 on a CPU
-# without AVX-512), BENCH_PATCHES (default 128), MPIEXEC_FLAGS (default "--allow-run-as-root --mca
-# btl self,vader"), OMP_WAIT_POLICY (default PASSIVE: spinning OpenMP threads on a loaded machine
-# slow forward passes on the main thread by up to 10x, see the docs).
+# without AVX-512), BENCH_PATCHES (default 64), MPIEXEC_FLAGS (default "--allow-run-as-root --mca
+# btl self,vader").
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -24,16 +23,15 @@ if [[ ! -x "$driver" ]]; then
   echo "error: '$driver' not found; build the target embed_bench first" >&2
   exit 2
 fi
-export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}"
 
 mkdir -p "$out"
 for model in ${BENCH_MODELS:-vit-s16 resnet50-trunc}; do
   for precision in ${BENCH_PRECISIONS:-fp32}; do
-    mpirun -np 1 "${mpi_flags[@]}" -x OMP_WAIT_POLICY "$driver" \
+    mpirun -np 1 "${mpi_flags[@]}" "$driver" \
       --run "$out/run" \
       --model "$model" --precision "$precision" --device cpu \
       --batch-size 16 --torch-threads 2 \
-      --patches "${BENCH_PATCHES:-128}" --reps 3 --warmup 1 \
+      --patches "${BENCH_PATCHES:-64}" --reps 5 --warmup 1 \
       --out "$out/embed_bench_${model}_${precision}_cpu_bs16_np1.json" \
       "$@"
   done

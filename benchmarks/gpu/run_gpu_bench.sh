@@ -40,7 +40,8 @@ torch_dir="${TORCH_DIR:-$(python3 -c 'import torch; print(torch.utils.cmake_pref
     -DPKG_CONFIG_EXECUTABLE="$debs/pkg-config" \
     -DMPI_SKIP_COMPILER_WRAPPER=ON \
     -DMPI_C_HEADER_DIR="$lib/openmpi/include" -DMPI_CXX_HEADER_DIR="$lib/openmpi/include" \
-    -DMPI_C_LIB_NAMES=mpi -DMPI_CXX_LIB_NAMES=mpi -DMPI_mpi_LIBRARY="$lib/libmpi.so.40" \
+    -DMPI_C_LIB_NAMES=mpi -DMPI_CXX_LIB_NAMES="mpi_cxx;mpi" \
+    -DMPI_mpi_LIBRARY="$lib/libmpi.so.40" -DMPI_mpi_cxx_LIBRARY="$lib/libmpi_cxx.so.40" \
     -DHDF5_C_COMPILER_EXECUTABLE="$debs/usr/bin/h5pcc.openmpi" \
     -DOPENSSL_ROOT_DIR="$debs/usr"
   cmake --build "$build" -j "$(nproc)" --target embed_bench
