@@ -19,11 +19,10 @@ lib="$debs/usr/lib/x86_64-linux-gnu"
 build="${BUILD_DIR:-$root/build-gpu}"
 mkdir -p "$out" "$debs"
 
-# 1. Debian's libraries under $debs; their .pc files and the HDF5 wrapper point there.
+# 1. Debian's libraries under $debs; their pkg-config files point there.
 for f in "$root"/.debs/*.deb; do dpkg -x "$f" "$debs"; done
 find "$lib/pkgconfig" "$lib/openmpi/lib/pkgconfig" -name '*.pc' -type f -exec sed -i \
   -e "s|=/usr|=$debs/usr|" -e "s| -\([IL]\)/usr| -\1$debs/usr|g" -e '/^Requires.private/d' {} +
-sed -i "s|^prefix=\"/usr\"|prefix=\"$debs/usr\"|" "$debs/usr/bin/h5pcc.openmpi"
 cat > "$debs/pkg-config" <<EOF
 #!/bin/sh
 export LD_LIBRARY_PATH="$lib" PKG_CONFIG_LIBDIR="$lib/pkgconfig:$debs/usr/share/pkgconfig"
@@ -31,8 +30,10 @@ exec "$debs/usr/bin/pkgconf" "\$@"
 EOF
 chmod +x "$debs/pkg-config"
 
-# 2. Build embed_bench only (no tests) against the machine's libtorch.
+# 2. Build embed_bench only (no tests) against the machine's libtorch. MPI and HDF5 are given
+# explicitly: their compiler wrappers need Open MPI's mpicc (and FindHDF5 links a static test).
 torch_dir="${TORCH_DIR:-$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')/Torch}"
+if [[ -d /usr/local/cuda/bin ]]; then export PATH="/usr/local/cuda/bin:$PATH"; fi  # nvcc for libtorch
 {
   TORCH_CUDA_ARCH_LIST=9.0 cmake -S "$root" -B "$build" -G Ninja -DTESSERA_BUILD_TESTS=OFF \
     -DTorch_DIR="$torch_dir" \
@@ -42,13 +43,14 @@ torch_dir="${TORCH_DIR:-$(python3 -c 'import torch; print(torch.utils.cmake_pref
     -DMPI_C_HEADER_DIR="$lib/openmpi/include" -DMPI_CXX_HEADER_DIR="$lib/openmpi/include" \
     -DMPI_C_LIB_NAMES=mpi -DMPI_CXX_LIB_NAMES="mpi_cxx;mpi" \
     -DMPI_mpi_LIBRARY="$lib/libmpi.so.40" -DMPI_mpi_cxx_LIBRARY="$lib/libmpi_cxx.so.40" \
-    -DHDF5_C_COMPILER_EXECUTABLE="$debs/usr/bin/h5pcc.openmpi" \
+    -DHDF5_C_COMPILER_EXECUTABLE=/bin/false -DHDF5_C_INCLUDE_DIR="$debs/usr/include/hdf5/openmpi" \
+    -DHDF5_hdf5_LIBRARY_RELEASE="$lib/hdf5/openmpi/libhdf5.so" \
     -DOPENSSL_ROOT_DIR="$debs/usr"
   cmake --build "$build" -j "$(nproc)" --target embed_bench
 } > "$out/build.log" 2>&1 || { tail -n 60 "$out/build.log"; exit 1; }
 
 # 3. The run: Debian's libraries first, Open MPI as an isolated singleton relocated to $debs.
-debs_path="$lib:$lib/openmpi/lib:$lib/blas:$lib/lapack"
+debs_path="$lib:$lib/openmpi/lib:$lib/blas:$lib/lapack:$debs/lib/x86_64-linux-gnu"
 export LD_LIBRARY_PATH="$debs_path${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export OPAL_PREFIX="$debs/usr" OMPI_MCA_ess_singleton_isolated=1
 export OMPI_MCA_mca_base_component_path="$lib/openmpi/lib/openmpi3"
@@ -69,7 +71,7 @@ batch="${GPU_BENCH_BATCH:-64}"
 for model in ${GPU_BENCH_MODELS:-vit-l16 vit-g14}; do
   for precision in ${GPU_BENCH_PRECISIONS:-bf16 fp16}; do
     "$build/benchmarks/embed_bench" \
-      --run "$root/bench-out/embed-bench-gpu/run" --slide-width 20000 --slide-height 15000 \
+      --run "$root/bench-out/embed-bench-gpu/run" --slide-width 24000 --slide-height 16000 \
       --model "$model" --precision "$precision" --device "$device" \
       --batch-size "$batch" --torch-threads "${GPU_BENCH_THREADS:-16}" \
       --patches "${GPU_BENCH_PATCHES:-2048}" --reps 3 --warmup 1 \
