@@ -454,17 +454,8 @@ int bench_main(const po::variables_map& values, Comm& comm, const json& command)
                        o.run, index.size(), o.patches);
   }
 
-  ModelSpec spec;
-  spec.model = config.model;
-  spec.preset_path = config.preset;
-  spec.seed = config.seed;
-  spec.device = config.device;
-  spec.device_index = comm.local_rank();
-  spec.precision = config.precision;
-  spec.torch_threads = config.torch_threads;
-  spec.deterministic = config.deterministic;
   Stopwatch load_watch;
-  const Model model = Model::load(spec);
+  const Model model = Model::load(model_spec(config, comm.local_rank()));
   const double model_load_s = load_watch.seconds();
 
   const PatchSet set = load_patch_set(index, o.patches, config.batch_size, comm);

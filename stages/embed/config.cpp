@@ -44,6 +44,19 @@ void add_options(po::options_description& desc) {
   desc.add(io).add(model).add(debug);
 }
 
+ModelSpec model_spec(const Config& config, int device_index) {
+  ModelSpec spec;
+  spec.model = config.model;
+  spec.preset_path = config.preset;
+  spec.seed = config.seed;
+  spec.device = config.device;
+  spec.device_index = device_index;
+  spec.precision = config.precision;
+  spec.torch_threads = config.torch_threads;
+  spec.deterministic = config.deterministic;
+  return spec;
+}
+
 std::string default_tag(const std::string& model) {
   std::filesystem::path p(model);
   return p.has_extension() ? p.stem().string() : p.filename().string();

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "common/options.h"
+#include "stages/embed/model.h"
 
 namespace tessera::embed {
 
@@ -34,6 +35,10 @@ void add_options(po::options_description& desc);
 
 // Throws InvalidInput naming the option for out-of-range values.
 Config config_from(const po::variables_map& values);
+
+// The model part of the configuration; `device_index` is the rank's node-local rank (the GPU is
+// chosen modulo the device count).
+ModelSpec model_spec(const Config& config, int device_index);
 
 // The tag used when --tag is not given: the built-in name, or the TorchScript file's stem.
 std::string default_tag(const std::string& model);

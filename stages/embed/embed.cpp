@@ -26,16 +26,7 @@ int run(const Config& config, Comm& comm) {
     spdlog::warn("--source wsi reads the slides; the store is JPEG-encoded, so embeddings will "
                  "differ slightly from --source store");
   }
-  ModelSpec spec;
-  spec.model = config.model;
-  spec.preset_path = config.preset;
-  spec.seed = config.seed;
-  spec.device = config.device;
-  spec.device_index = comm.local_rank();
-  spec.precision = config.precision;
-  spec.torch_threads = config.torch_threads;
-  spec.deterministic = config.deterministic;
-  const Model model = Model::load(spec);
+  const Model model = Model::load(model_spec(config, comm.local_rank()));
   const std::string stage_dir = (fs::path(config.run) / "embed" / config.tag).string();
   const std::string fingerprint =
       sha256_hex(config.fingerprint_ini + "model = " + model.fingerprint().dump() +
