@@ -96,13 +96,14 @@ ExtractStats extract_rank(const Manifest& manifest, const std::vector<SlidePlan>
       if (stats.failed_slides.count(s)) continue;
       const SlidePlan& plan = plans[s];
       const SlideEntry& entry = manifest.slides[s];
+      const GridPatch& g = plan.patches[ordinal];
+      bool read = false;
       try {
         if (open_index != s) {
           slide.reset();
           open_index = s;
           slide.emplace(Slide::open(entry.path));
         }
-        const GridPatch& g = plan.patches[ordinal];
         const int rs = plan.level.read_size;
         auto t0 = Clock::now();
         if (plan.level.resample) {
@@ -116,8 +117,7 @@ ExtractStats extract_rank(const Manifest& manifest, const std::vector<SlidePlan>
           read_rgb(g, plan.level.level, ps, patch.data());
           stats.read_s += since(t0);
         }
-        writer.add(make_patch_id(s, ordinal), s, g.x, g.y, g.tissue, patch.data());
-        ++stats.patches;
+        read = true;
       } catch (const IoError& e) {
         if (config.fail_fast) {
           throw Error(fmt::format("slide '{}' failed (--fail-fast): {}", entry.slide_id, e.what()),
@@ -127,6 +127,11 @@ ExtractStats extract_rank(const Manifest& manifest, const std::vector<SlidePlan>
         stats.failed_slides[s] = e.what();
         slide.reset();
         open_index = -1;
+      }
+      // Outside the try: a failure to write the shard is the rank's, not the slide's.
+      if (read) {
+        writer.add(make_patch_id(s, ordinal), s, g.x, g.y, g.tissue, patch.data());
+        ++stats.patches;
       }
       if (rank == config.debug_kill_rank && stats.patches == config.debug_kill_after) {
         spdlog::warn("--debug-kill-after {} reached: killing rank {} with SIGKILL",

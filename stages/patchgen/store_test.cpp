@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
+
+#include <csignal>
 #include <filesystem>
 #include <random>
 
@@ -71,6 +74,33 @@ TEST_P(StoreTest, WriteThenReadRowsAndColumns) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Encodings, StoreTest, ::testing::Values("raw", "jpeg"));
+
+// A failed write (here: the file-size limit, as on a full disk) is an IoError naming the shard.
+TEST(Store, WriteFailureNamesShard) {
+  const auto path = (fs::temp_directory_path() / "tessera_store_efbig.h5").string();
+  StoreLayout layout;
+  layout.patch_size = 64;
+  layout.chunk_patches = 4;
+  std::vector<uint8_t> rgb(64 * 64 * 3, 100);
+  struct rlimit saved {};
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &saved), 0);
+  auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  struct rlimit limited = saved;
+  limited.rlim_cur = 256 << 10;
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &limited), 0);
+  std::string message;
+  try {
+    ShardWriter writer(path, layout, 0, 1, {});
+    for (int i = 0; i < 200; ++i) writer.add(i, 0, 0, 0, 1.0f, rgb.data());
+    writer.close();
+  } catch (const IoError& e) {
+    message = e.what();
+  }
+  setrlimit(RLIMIT_FSIZE, &saved);
+  std::signal(SIGXFSZ, old_handler);
+  EXPECT_NE(message.find(path), std::string::npos) << message;
+  fs::remove(path);
+}
 
 TEST(Store, CompressionParsing) {
   EXPECT_EQ(parse_compression("none"), 0);
