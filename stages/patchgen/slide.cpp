@@ -4,6 +4,9 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <limits>
+
+#include <opencv2/imgproc.hpp>
 
 #include "common/error.h"
 
@@ -104,6 +107,16 @@ Image8 Slide::read_level(int level) const {
 }
 
 void argb_to_rgb(const uint32_t* argb, size_t pixels, uint8_t* rgb) {
+  // Tissue regions are opaque: one AND over the alpha bytes, then OpenCV's vectorised swizzle
+  // (little-endian ARGB words are B, G, R, A in memory). Otherwise pixel by pixel.
+  uint32_t all = 0xffffffffu;
+  for (size_t i = 0; i < pixels; ++i) all &= argb[i];
+  if ((all >> 24) == 0xff && pixels <= static_cast<size_t>(std::numeric_limits<int>::max())) {
+    const cv::Mat in(1, static_cast<int>(pixels), CV_8UC4, const_cast<uint32_t*>(argb));
+    cv::Mat out(1, static_cast<int>(pixels), CV_8UC3, rgb);
+    cv::cvtColor(in, out, cv::COLOR_BGRA2RGB);
+    return;
+  }
   for (size_t i = 0; i < pixels; ++i) {
     uint32_t p = argb[i];
     uint32_t a = p >> 24;

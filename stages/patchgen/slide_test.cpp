@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <vector>
 
 #include "common/error.h"
 #include "stages/synthslide/synthslide.h"
@@ -97,6 +98,27 @@ TEST(ArgbToRgb, OpaqueTransparentAndPremultiplied) {
   EXPECT_EQ(rgb[3], 255);
   EXPECT_EQ(rgb[5], 255);
   EXPECT_EQ(rgb[6], 128);  // (0x40 * 255 + 64) / 128, rounded un-premultiplication
+}
+
+// A fully opaque patch takes the vectorised path; one translucent pixel the per-pixel path. Both
+// give R, G, B in that order for every opaque pixel.
+TEST(ArgbToRgb, OpaquePatchAndOneTranslucentPixel) {
+  std::vector<uint32_t> argb(224 * 224 + 5);
+  for (size_t i = 0; i < argb.size(); ++i) {
+    argb[i] = 0xff000000u | static_cast<uint32_t>(i * 2654435761u >> 8);
+  }
+  for (bool translucent : {false, true}) {
+    if (translucent) argb[77] = 0x80402010u;
+    std::vector<uint8_t> rgb(argb.size() * 3);
+    argb_to_rgb(argb.data(), argb.size(), rgb.data());
+    for (size_t i = 0; i < argb.size(); ++i) {
+      if (i == 77 && translucent) continue;
+      ASSERT_EQ(rgb[3 * i], (argb[i] >> 16) & 0xff) << i;
+      ASSERT_EQ(rgb[3 * i + 1], (argb[i] >> 8) & 0xff) << i;
+      ASSERT_EQ(rgb[3 * i + 2], argb[i] & 0xff) << i;
+    }
+    if (translucent) EXPECT_EQ(rgb[3 * 77], 128);
+  }
 }
 
 }  // namespace

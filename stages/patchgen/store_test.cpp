@@ -76,6 +76,7 @@ TEST_P(StoreTest, WriteThenReadRowsAndColumns) {
 INSTANTIATE_TEST_SUITE_P(Encodings, StoreTest, ::testing::Values("raw", "jpeg"));
 
 // A failed write (here: the file-size limit, as on a full disk) is an IoError naming the shard.
+// The limit is lifted before the writer is destroyed: HDF5 cannot close a file it cannot flush.
 TEST(Store, WriteFailureNamesShard) {
   const auto path = (fs::temp_directory_path() / "tessera_store_efbig.h5").string();
   StoreLayout layout;
@@ -89,15 +90,17 @@ TEST(Store, WriteFailureNamesShard) {
   limited.rlim_cur = 256 << 10;
   ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &limited), 0);
   std::string message;
-  try {
+  {
     ShardWriter writer(path, layout, 0, 1, {});
-    for (int i = 0; i < 200; ++i) writer.add(i, 0, 0, 0, 1.0f, rgb.data());
-    writer.close();
-  } catch (const IoError& e) {
-    message = e.what();
+    try {
+      for (int i = 0; i < 200; ++i) writer.add(i, 0, 0, 0, 1.0f, rgb.data());
+      writer.close();
+    } catch (const IoError& e) {
+      message = e.what();
+    }
+    setrlimit(RLIMIT_FSIZE, &saved);
+    std::signal(SIGXFSZ, old_handler);
   }
-  setrlimit(RLIMIT_FSIZE, &saved);
-  std::signal(SIGXFSZ, old_handler);
   EXPECT_NE(message.find(path), std::string::npos) << message;
   fs::remove(path);
 }
