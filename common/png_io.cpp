@@ -92,10 +92,9 @@ void write_png(const std::string& path, const Image8& image) {
   desc.format = image.channels == 1 ? PNG_FORMAT_GRAY : PNG_FORMAT_RGB;
   const png_int_32 stride = image.width * image.channels;
 
-  png_alloc_size_t size = 0;
-  if (!png_image_write_to_memory(&desc, nullptr, &size, 0, image.pixels.data(), stride, nullptr)) {
-    fail<IoError>("cannot encode PNG '{}': {}", path, desc.message);
-  }
+  // Encoded once into a buffer of libpng's worst-case size (asking for the size first would
+  // compress the image twice).
+  png_alloc_size_t size = PNG_IMAGE_PNG_SIZE_MAX(desc);
   std::string encoded(size, '\0');
   if (!png_image_write_to_memory(&desc, encoded.data(), &size, 0, image.pixels.data(), stride,
                                  nullptr)) {
