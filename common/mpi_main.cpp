@@ -47,12 +47,15 @@ int mpi_main(int argc, char** argv, const std::string& usage, po::options_descri
     } catch (const Error& e) {
       spdlog::error("{}", e.what());
       spdlog::default_logger()->flush();
-      if (comm.size() > 1) comm.abort(e.exit_code());
+      // Bad input (exit code 2) is found before anything is written. Any other error may leave
+      // an HDF5 file that cannot be flushed (a full disk), and HDF5 1.10's teardown in
+      // MPI_Finalize crashes on one: end the job without it, as with several ranks.
+      if (comm.size() > 1 || e.exit_code() != kExitBadInput) comm.abort(e.exit_code());
       code = e.exit_code();
     } catch (const std::exception& e) {
       spdlog::error("unexpected error: {}", e.what());
       spdlog::default_logger()->flush();
-      if (comm.size() > 1) comm.abort(kExitError);
+      comm.abort(kExitError);
       code = kExitError;
     }
   }

@@ -54,7 +54,9 @@ void add_options(po::options_description& desc) {
   debug.add_options()
       ("debug-kill-rank", po::value<int>()->default_value(-1), "rank that kills itself (SIGKILL)")
       ("debug-kill-after", po::value<int64_t>()->default_value(-1),
-       "... after writing this many patches");
+       "... after writing this many patches")
+      ("debug-file-size-limit", po::value<int64_t>()->default_value(0),
+       "bytes: the rank's shard writes beyond this fail as on a full disk (0: off)");
   desc.add(io).add(grid).add(tissue).add(store).add(debug);
 }
 
@@ -102,6 +104,7 @@ Config config_from(const po::variables_map& v) {
   c.qc = get<bool>(v, "qc");
   c.debug_kill_rank = get<int>(v, "debug-kill-rank");
   c.debug_kill_after = get<int64_t>(v, "debug-kill-after");
+  c.debug_file_size_limit = get<int64_t>(v, "debug-file-size-limit");
 
   require(c.patch_size >= 8 && c.patch_size <= 4096, "patch-size", "must be in 8..4096");
   require(c.stride >= 0 && c.stride <= 65536, "stride", "must be in 0..65536 (0: patch size)");
@@ -132,7 +135,7 @@ Config config_from(const po::variables_map& v) {
   c.config_ini = effective_config(v);
   c.fingerprint_ini = effective_config(
       v, {"manifest", "out", "overwrite", "fail-fast", "progress-interval", "debug-kill-rank",
-          "debug-kill-after"});
+          "debug-kill-after", "debug-file-size-limit"});
   return c;
 }
 

@@ -29,6 +29,7 @@ struct Config {
   double progress_interval = 5;
   int debug_kill_rank = -1;      // fault injection for tests: this rank SIGKILLs itself ...
   int64_t debug_kill_after = -1; // ... after writing this many patches
+  int64_t debug_file_size_limit = 0;  // > 0: RLIMIT_FSIZE for extraction (a full disk)
   // The effective configuration (INI text) and what the outputs depend on.
   std::string config_ini;
   std::string fingerprint_ini;   // config_ini minus run-control options

@@ -1,7 +1,11 @@
 #include "stages/patchgen/extract.h"
 
-#include <csignal>
+#include <sys/resource.h>
+
+#include <cerrno>
 #include <chrono>
+#include <csignal>
+#include <cstring>
 #include <filesystem>
 #include <optional>
 
@@ -50,6 +54,15 @@ void resize_patch(const uint8_t* src, int src_size, uint8_t* dst, int dst_size) 
 ExtractStats extract_rank(const Manifest& manifest, const std::vector<SlidePlan>& plans,
                           const Config& config, int rank, int world_size,
                           const std::string& stage_dir, const std::string& fingerprint) {
+  if (config.debug_file_size_limit > 0) {
+    std::signal(SIGXFSZ, SIG_IGN);  // a write beyond the limit fails with EFBIG instead
+    struct rlimit limit {};
+    getrlimit(RLIMIT_FSIZE, &limit);
+    limit.rlim_cur = static_cast<rlim_t>(config.debug_file_size_limit);
+    if (setrlimit(RLIMIT_FSIZE, &limit) != 0) {
+      fail<IoError>("--debug-file-size-limit: setrlimit failed: {}", std::strerror(errno));
+    }
+  }
   const auto start = Clock::now();
   const std::string start_time = utc_timestamp();
   const std::string shard_rel = "shards/" + rank_file_name(rank, ".h5");

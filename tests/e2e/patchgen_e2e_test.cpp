@@ -148,6 +148,29 @@ TEST(PatchgenE2E, KilledRankThenRerunEqualsUninterruptedRun) {
   EXPECT_NE(log.find("already complete"), std::string::npos) << log;
 }
 
+// A shard write that fails as on a full disk (one rank, where the job ends without MPI_Abort's
+// help from other ranks): exit code 1 with the shard named, nothing taken for complete, and a
+// rerun completes the run with the same outputs as an uninterrupted one.
+TEST(PatchgenE2E, FullDiskFailsTheJobAndARerunCompletesIt) {
+  TempDir tmp("pg_full");
+  std::string log;
+  ASSERT_EQ(run_command(patchgen(1, manifest(), tmp / "clean"), &log), 0) << log;
+  const std::string out = tmp / "full";
+  EXPECT_EQ(run_command(patchgen(1, manifest(), out, "--debug-file-size-limit 300000"), &log), 1)
+      << log;
+  EXPECT_NE(log.find("rank-00000.h5"), std::string::npos) << log;
+  EXPECT_NE(log.find("File too large"), std::string::npos) << log;
+  EXPECT_EQ(log.find("Segmentation fault"), std::string::npos) << log;
+  EXPECT_FALSE(fs::exists(out + "/patchgen/markers/rank-00000.json"));
+  EXPECT_FALSE(fs::exists(out + "/patchgen/index.h5"));
+  EXPECT_FALSE(fs::exists(out + "/patchgen/_SUCCESS"));
+  ASSERT_EQ(run_command(patchgen(1, manifest(), out), &log), 0) << log;
+  auto clean = patchgen::digest_run(tmp / "clean/patchgen");
+  auto rerun = patchgen::digest_run(out + "/patchgen");
+  EXPECT_EQ(rerun.index_sha256, clean.index_sha256);
+  EXPECT_EQ(rerun.pixels_sha256, clean.pixels_sha256);
+}
+
 TEST(PatchgenE2E, ChangedConfigOrWorldSizeRefusedUnlessOverwrite) {
   TempDir tmp("pg_refuse");
   const std::string out = tmp / "run";
