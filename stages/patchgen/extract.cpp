@@ -92,13 +92,6 @@ ExtractStats extract_rank(const Manifest& manifest, const std::vector<SlidePlan>
   std::optional<Slide> slide;
   int open_index = -1;
   int64_t done = 0;
-  // OpenSlide's ARGB output, reused: Slide::read_rgb would allocate and zero it for every patch.
-  std::vector<uint32_t> argb;
-  auto read_rgb = [&](const GridPatch& g, int level, int size, uint8_t* rgb) {
-    argb.resize(static_cast<size_t>(size) * size);
-    slide->read_argb(g.x, g.y, level, size, size, argb.data());
-    argb_to_rgb(argb.data(), argb.size(), rgb);
-  };
 
   for (int64_t start_item = static_cast<int64_t>(rank) * config.partition_block; start_item < total;
        start_item += config.partition_block * world_size) {
@@ -121,13 +114,13 @@ ExtractStats extract_rank(const Manifest& manifest, const std::vector<SlidePlan>
         auto t0 = Clock::now();
         if (plan.level.resample) {
           read_buffer.resize(static_cast<size_t>(rs) * rs * 3);
-          read_rgb(g, plan.level.level, rs, read_buffer.data());
+          slide->read_rgb(g.x, g.y, plan.level.level, rs, rs, read_buffer.data());
           stats.read_s += since(t0);
           auto t1 = Clock::now();
           resize_patch(read_buffer.data(), rs, patch.data(), ps);
           stats.resize_s += since(t1);
         } else {
-          read_rgb(g, plan.level.level, ps, patch.data());
+          slide->read_rgb(g.x, g.y, plan.level.level, ps, ps, patch.data());
           stats.read_s += since(t0);
         }
         read = true;

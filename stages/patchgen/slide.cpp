@@ -41,7 +41,7 @@ Slide::Slide(openslide_t* osr, std::string path) : osr_(osr), path_(std::move(pa
 
 Slide::Slide(Slide&& other) noexcept
     : osr_(other.osr_), path_(std::move(other.path_)), dims_(std::move(other.dims_)),
-      downsamples_(std::move(other.downsamples_)) {
+      downsamples_(std::move(other.downsamples_)), argb_(std::move(other.argb_)) {
   other.osr_ = nullptr;
 }
 
@@ -53,6 +53,7 @@ Slide& Slide::operator=(Slide&& other) noexcept {
     path_ = std::move(other.path_);
     dims_ = std::move(other.dims_);
     downsamples_ = std::move(other.downsamples_);
+    argb_ = std::move(other.argb_);
   }
   return *this;
 }
@@ -84,9 +85,9 @@ void Slide::read_argb(int64_t x, int64_t y, int level, int w, int h, uint32_t* a
 }
 
 void Slide::read_rgb(int64_t x, int64_t y, int level, int w, int h, uint8_t* rgb) const {
-  std::vector<uint32_t> argb(static_cast<size_t>(w) * h);
-  read_argb(x, y, level, w, h, argb.data());
-  argb_to_rgb(argb.data(), argb.size(), rgb);
+  argb_.resize(static_cast<size_t>(w) * h);
+  read_argb(x, y, level, w, h, argb_.data());
+  argb_to_rgb(argb_.data(), argb_.size(), rgb);
 }
 
 Image8 Slide::read_level(int level) const {
@@ -103,6 +104,7 @@ Image8 Slide::read_level(int level) const {
     read_rgb(0, y0, level, image.width, rows,
              image.pixels.data() + static_cast<size_t>(y) * image.width * 3);
   }
+  argb_ = {};  // up to 64 MB for a level; patch reads need far less
   return image;
 }
 

@@ -37,7 +37,8 @@ class Slide {
   // Reads the w x h region whose top-left corner is level-0 (x, y), at `level`, as RGB into `rgb`
   // (w*h*3 bytes). OpenSlide's premultiplied ARGB is converted with argb_to_rgb. Throws IoError
   // naming the file and region when OpenSlide reports an error; after an error the slide is
-  // unusable (OpenSlide errors are sticky).
+  // unusable (OpenSlide errors are sticky). OpenSlide's output goes through a buffer the Slide
+  // keeps and reuses, so reading patch after patch allocates nothing.
   void read_rgb(int64_t x, int64_t y, int level, int w, int h, uint8_t* rgb) const;
   // The same region as OpenSlide's raw premultiplied ARGB (w*h words), for tests and baselines.
   void read_argb(int64_t x, int64_t y, int level, int w, int h, uint32_t* argb) const;
@@ -51,6 +52,7 @@ class Slide {
   std::string path_;
   std::vector<std::pair<int64_t, int64_t>> dims_;
   std::vector<double> downsamples_;
+  mutable std::vector<uint32_t> argb_;  // read_rgb's OpenSlide output
 };
 
 // Converts premultiplied ARGB to RGB: opaque pixels keep their bytes exactly; partly transparent
