@@ -3,10 +3,8 @@
 
 #include <gtest/gtest.h>
 
-#include <sys/resource.h>
 #include <unistd.h>
 
-#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -65,19 +63,15 @@ TEST_F(ExtractTest, RanksShareThePatchesAndWriteMarkers) {
   EXPECT_EQ(rows, static_cast<int64_t>(plans_[0].patches.size()));
 }
 
-// A shard that cannot be written (here: the file-size limit, as on a full disk) fails the rank
+// A shard that cannot be written (--debug-file-size-limit, as on a full disk) fails the rank
 // with an I/O error naming the shard. It is not taken for a failure of the slide being read (with
 // --fail-fast that would be exit code 3), and no marker is written. Run in a child process: HDF5
 // cannot close a file it cannot flush, and its teardown at exit would then crash the test program.
 TEST_F(ExtractTest, ShardWriteFailureIsTheRanksNotTheSlides) {
   config_.fail_fast = true;
+  config_.debug_file_size_limit = 200 << 10;  // a few chunks of 128 px patches
   EXPECT_EXIT(
       {
-        std::signal(SIGXFSZ, SIG_IGN);
-        struct rlimit limited {};
-        getrlimit(RLIMIT_FSIZE, &limited);
-        limited.rlim_cur = 200 << 10;  // a few chunks of 128 px patches
-        setrlimit(RLIMIT_FSIZE, &limited);
         try {
           extract_rank(manifest_, plans_, config_, 0, 1, stage_dir(), "fp");
         } catch (const Error& e) {
