@@ -63,7 +63,10 @@ void create_parent_directories(const std::string& path) {
   if (ec) fail<IoError>("cannot create directory '{}': {}", parent.string(), ec.message());
 }
 
-void fsync_directory(const std::string& dir) {
+// Makes a rename into `path`'s directory durable.
+void fsync_parent_directory(const std::string& path) {
+  std::string dir = fs::path(path).parent_path().string();
+  if (dir.empty()) dir = ".";
   Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (fd.get() < 0) fail_errno("open directory", dir, errno);
   // Some file systems cannot sync directories; the rename itself has already happened.
@@ -124,8 +127,16 @@ void atomic_write_file(const std::string& path, std::string_view content) {
     ::unlink(tmp.c_str());
     throw;
   }
-  const std::string dir = fs::path(path).parent_path().string();
-  fsync_directory(dir.empty() ? "." : dir);
+  fsync_parent_directory(path);
+}
+
+void commit_file(const std::string& tmp_path, const std::string& path) {
+  Fd fd(::open(tmp_path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) fail_errno("open", tmp_path, errno);
+  if (::fsync(fd.get()) != 0) fail_errno("fsync", tmp_path, errno);
+  if (::rename(tmp_path.c_str(), path.c_str()) != 0)
+    fail_errno(fmt::format("rename '{}' to", tmp_path), path, errno);
+  fsync_parent_directory(path);
 }
 
 std::string read_file(const std::string& path) {
@@ -322,27 +333,6 @@ std::string host_name() {
   char buf[256] = {};
   if (::gethostname(buf, sizeof buf - 1) != 0) return "unknown";
   return buf;
-}
-
-}  // namespace tessera
-
-namespace tessera {
-
-void commit_file(const std::string& tmp_path, const std::string& path) {
-  auto sync = [](const std::string& p, int flags) {
-    int fd = ::open(p.c_str(), flags);
-    if (fd < 0) fail<IoError>("cannot open '{}' to fsync it: {}", p, std::strerror(errno));
-    int rc = ::fsync(fd);
-    int err = errno;
-    ::close(fd);
-    if (rc != 0) fail<IoError>("cannot fsync '{}': {}", p, std::strerror(err));
-  };
-  sync(tmp_path, O_RDONLY);
-  if (::rename(tmp_path.c_str(), path.c_str()) != 0) {
-    fail<IoError>("cannot rename '{}' to '{}': {}", tmp_path, path, std::strerror(errno));
-  }
-  std::string dir = std::filesystem::path(path).parent_path().string();
-  sync(dir.empty() ? "." : dir, O_RDONLY | O_DIRECTORY);
 }
 
 }  // namespace tessera
