@@ -143,13 +143,6 @@ json slide_info(const std::string& path) {
           {"levels", levels}};
 }
 
-// Collective.
-double sum_over_ranks(double value, Comm& comm) {
-  double sum = 0;
-  for (const auto& s : comm.allgather(json(value).dump())) sum += json::parse(s).get<double>();
-  return sum;
-}
-
 // Every regular file under `dir`: count and bytes.
 std::pair<int64_t, uint64_t> count_files(const std::string& dir) {
   int64_t files = 0;
@@ -208,7 +201,7 @@ json measure_patchgen(const Config& config, const SlidePlan& plan, Comm& comm) {
   const int code = run(config, comm);
   comm.barrier();
   const double wall = watch.seconds();
-  const double cpu = sum_over_ranks(bench::cpu_seconds() - cpu0, comm);
+  const double cpu = comm.allreduce_sum(bench::cpu_seconds() - cpu0);
   const json rss = bench::peak_rss_mb_since_reset();
   const double peak_rss = comm.allreduce_max(rss.is_number() ? rss.get<double>() : -1.0);
   if (code != kExitOk) fail<Error>("patchgen exited with code {}", code);
@@ -287,7 +280,7 @@ json measure_reference(const Config& config, const SlidePlan& plan, const std::s
   const double loop = watch.seconds();
   comm.barrier();
   const double wall = watch.seconds();
-  const double cpu = sum_over_ranks(bench::cpu_seconds() - cpu0, comm);
+  const double cpu = comm.allreduce_sum(bench::cpu_seconds() - cpu0);
   const json rss = bench::peak_rss_mb_since_reset();
   const double peak_rss = comm.allreduce_max(rss.is_number() ? rss.get<double>() : -1.0);
   json loops = json::array();

@@ -90,6 +90,12 @@ int64_t MpiComm::allreduce_sum(int64_t value) {
   return out;
 }
 
+double MpiComm::allreduce_sum(double value) {
+  double out = 0;
+  mpi_check(MPI_Allreduce(&value, &out, 1, MPI_DOUBLE, MPI_SUM, comm_), "Allreduce(sum)");
+  return out;
+}
+
 int64_t MpiComm::allreduce_max(int64_t value) {
   int64_t out = 0;
   mpi_check(MPI_Allreduce(&value, &out, 1, MPI_INT64_T, MPI_MAX, comm_), "Allreduce(max)");

@@ -29,6 +29,7 @@ class Comm {
   virtual std::string broadcast(const std::string& bytes, int root) = 0;
   // Collective reductions.
   virtual int64_t allreduce_sum(int64_t value) = 0;
+  virtual double allreduce_sum(double value) = 0;
   virtual int64_t allreduce_max(int64_t value) = 0;
   virtual double allreduce_max(double value) = 0;
   // Not collective: terminates every rank of the job with `exit_code`.
@@ -45,6 +46,7 @@ class SerialComm final : public Comm {
   std::vector<std::string> allgather(const std::string& bytes) override { return {bytes}; }
   std::string broadcast(const std::string& bytes, int) override { return bytes; }
   int64_t allreduce_sum(int64_t value) override { return value; }
+  double allreduce_sum(double value) override { return value; }
   int64_t allreduce_max(int64_t value) override { return value; }
   double allreduce_max(double value) override { return value; }
   [[noreturn]] void abort(int exit_code) override;
@@ -66,6 +68,7 @@ class MpiComm final : public Comm {
   std::vector<std::string> allgather(const std::string& bytes) override;
   std::string broadcast(const std::string& bytes, int root) override;
   int64_t allreduce_sum(int64_t value) override;
+  double allreduce_sum(double value) override;
   int64_t allreduce_max(int64_t value) override;
   double allreduce_max(double value) override;
   [[noreturn]] void abort(int exit_code) override;

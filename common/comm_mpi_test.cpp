@@ -24,6 +24,7 @@ TEST(MpiComm, BroadcastAndReductions) {
   EXPECT_EQ(comm.allreduce_sum(int64_t{comm.rank()}), n * (n - 1) / 2);
   EXPECT_EQ(comm.allreduce_max(int64_t{comm.rank()}), n - 1);
   EXPECT_DOUBLE_EQ(comm.allreduce_max(0.5 * comm.rank()), 0.5 * static_cast<double>(n - 1));
+  EXPECT_DOUBLE_EQ(comm.allreduce_sum(0.5 * comm.rank()), 0.25 * static_cast<double>(n * (n - 1)));
   EXPECT_GE(comm.local_rank(), 0);
   EXPECT_LT(comm.local_rank(), comm.size());
 }

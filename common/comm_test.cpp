@@ -13,6 +13,7 @@ TEST(SerialComm, CollectivesAreIdentities) {
   EXPECT_EQ(comm.broadcast("xyz", 0), "xyz");
   EXPECT_EQ(comm.allreduce_sum(int64_t{7}), 7);
   EXPECT_EQ(comm.allreduce_max(2.5), 2.5);
+  EXPECT_EQ(comm.allreduce_sum(2.5), 2.5);
 }
 
 }  // namespace
