@@ -123,6 +123,28 @@ double cpu_seconds() {
          u.ru_stime.tv_usec / 1e6;
 }
 
+po::options_description passed_through(const std::string& caption,
+                                       const po::options_description& stage,
+                                       const std::set<std::string>& set_by_bench) {
+  po::options_description pass(caption);
+  for (const auto& option : stage.options()) {
+    if (!set_by_bench.count(option->long_name())) pass.add(option);
+  }
+  return pass;
+}
+
+po::variables_map passed_through_values(const po::variables_map& values,
+                                        const po::options_description& stage,
+                                        const std::set<std::string>& set_by_bench) {
+  po::variables_map v;
+  for (const auto& option : stage.options()) {
+    if (set_by_bench.count(option->long_name())) continue;
+    auto it = values.find(option->long_name());
+    if (it != values.end()) v.emplace(it->first, it->second);
+  }
+  return v;
+}
+
 bool reset_peak_rss() {
   std::ofstream out("/proc/self/clear_refs");
   out << "5";

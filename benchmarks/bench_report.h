@@ -5,10 +5,13 @@
 
 #include <chrono>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "common/options.h"
 
 namespace tessera::bench {
 
@@ -54,6 +57,17 @@ nlohmann::json summarize(std::vector<double> values);
 // that field over the repetitions. Nested objects are followed; arrays, strings and booleans
 // are left out.
 nlohmann::json summarize_repetitions(const nlohmann::json& repetitions);
+
+// A driver runs a stage with the stage's own options, except those it sets itself
+// (`set_by_bench`). passed_through() is the stage's options minus those, under `caption`, for the
+// driver's command line; passed_through_values() copies their parsed values, to which the driver
+// then adds its own before building the stage's Config.
+po::options_description passed_through(const std::string& caption,
+                                       const po::options_description& stage,
+                                       const std::set<std::string>& set_by_bench);
+po::variables_map passed_through_values(const po::variables_map& values,
+                                        const po::options_description& stage,
+                                        const std::set<std::string>& set_by_bench);
 
 // Writes `report` as indented JSON to `path` atomically (parent folders are created). Throws
 // IoError naming the path.

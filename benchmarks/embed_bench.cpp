@@ -90,26 +90,17 @@ po::options_description bench_options() {
        "pipeline efficiency target (0: 0.95 on cuda, 0.85 on cpu)")
       ("out", po::value<std::string>()->default_value(""),
        "JSON report (default RUN/../embed_bench_MODEL_PRECISION_DEVICE_bsB_npR.json)");
-  po::options_description all;
-  add_options(all);
-  po::options_description pass("embed options (passed through)");
-  for (const auto& option : all.options()) {
-    if (!kSetByBench.count(option->long_name())) pass.add(option);
-  }
-  desc.add(pass);
+  po::options_description stage;
+  add_options(stage);
+  desc.add(bench::passed_through("embed options (passed through)", stage, kSetByBench));
   return desc;
 }
 
 // embed's Config from the passed-through options plus the ones the benchmark sets.
 Config embed_config(const po::variables_map& values, const std::string& run) {
-  po::options_description all;
-  add_options(all);
-  po::variables_map v;
-  for (const auto& option : all.options()) {
-    if (kSetByBench.count(option->long_name())) continue;
-    auto it = values.find(option->long_name());
-    if (it != values.end()) v.emplace(it->first, it->second);
-  }
+  po::options_description stage;
+  add_options(stage);
+  po::variables_map v = bench::passed_through_values(values, stage, kSetByBench);
   v.emplace("run", po::variable_value(std::string(run), false));
   v.emplace("tag", po::variable_value(std::string("embed-bench"), false));
   v.emplace("source", po::variable_value(std::string("store"), false));

@@ -68,13 +68,9 @@ po::options_description bench_options() {
       ("warmup", po::value<int>()->default_value(1), "untimed warm-up repetitions (reported apart)")
       ("out", po::value<std::string>()->default_value(""),
        "JSON report (default WORK/patchgen_bench_npR.json)");
-  po::options_description all;
-  add_options(all);
-  po::options_description pass("patchgen options (passed through)");
-  for (const auto& option : all.options()) {
-    if (!kSetByBench.count(option->long_name())) pass.add(option);
-  }
-  desc.add(pass);
+  po::options_description stage;
+  add_options(stage);
+  desc.add(bench::passed_through("patchgen options (passed through)", stage, kSetByBench));
   return desc;
 }
 
@@ -101,14 +97,10 @@ BenchOptions bench_options_from(const po::variables_map& v, int world_size) {
 // patchgen's Config from the passed-through options plus the ones the benchmark sets.
 Config patchgen_config(const po::variables_map& values, const std::string& manifest,
                        const std::string& out) {
-  po::options_description all;
-  add_options(all);
-  po::variables_map v;
-  for (const auto& option : all.options()) {
-    if (kSetByBench.count(option->long_name())) continue;  // "out" is also the report's option
-    auto it = values.find(option->long_name());
-    if (it != values.end()) v.emplace(it->first, it->second);
-  }
+  po::options_description stage;
+  add_options(stage);
+  // kSetByBench holds "out", which is also the report's option.
+  po::variables_map v = bench::passed_through_values(values, stage, kSetByBench);
   v.emplace("manifest", po::variable_value(std::string(manifest), false));
   v.emplace("out", po::variable_value(std::string(out), false));
   v.emplace("overwrite", po::variable_value(true, false));
