@@ -10,8 +10,8 @@
 #include <sstream>
 #include <thread>
 
-#include "common/fs.h"
-#include "common/version.h"
+#include "common/core/fs.h"
+#include "common/core/version.h"
 
 namespace tessera::bench {
 

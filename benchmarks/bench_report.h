@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/options.h"
+#include "common/core/options.h"
 
 namespace tessera::bench {
 

@@ -25,20 +25,21 @@
 #include <spdlog/spdlog.h>
 
 #include "benchmarks/bench_report.h"
-#include "common/error.h"
-#include "common/fs.h"
-#include "common/h5.h"
-#include "common/marker.h"
-#include "common/mpi_main.h"
+#include "common/core/error.h"
+#include "common/core/fs.h"
+#include "common/core/hash.h"
+#include "common/h5/h5.h"
+#include "common/stage/marker.h"
+#include "common/mpi/mpi_main.h"
 #include "stages/embed/config.h"
 #include "stages/embed/infer.h"
 #include "stages/embed/model.h"
 #include "stages/embed/source.h"
 #include "stages/embed/work.h"
 #include "stages/patchgen/config.h"
-#include "stages/patchgen/index.h"
+#include "common/store/index.h"
 #include "stages/patchgen/patchgen.h"
-#include "stages/synthslide/synthslide.h"
+#include "tests/synthslide/synthslide.h"
 
 namespace tessera::embed {
 namespace {
@@ -196,7 +197,7 @@ struct PatchSet {
   }
 };
 
-PatchSet load_patch_set(const patchgen::PatchIndex& index, int64_t total, int batch_size,
+PatchSet load_patch_set(const PatchIndex& index, int64_t total, int batch_size,
                         Comm& comm) {
   PatchSet set;
   set.total = total;
@@ -307,7 +308,7 @@ ModeRun cached(const Model& model, const PatchSet& set, Comm& comm) {
 }
 
 // store or wsi: the stage's own loop into a scratch shard, read back (untimed) for the hash.
-ModeRun stage_path(const std::string& kind, const Model& model, const patchgen::PatchIndex& index,
+ModeRun stage_path(const std::string& kind, const Model& model, const PatchIndex& index,
                    const PatchSet& set, const Config& config, const std::string& scratch,
                    Comm& comm) {
   const std::string shard = (fs::path(scratch) / (kind + "-" + rank_file_name(comm.rank(), ".h5")))
@@ -345,7 +346,7 @@ double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
 
 struct Context {
   const Model& model;
-  const patchgen::PatchIndex& index;
+  const PatchIndex& index;
   const PatchSet& set;
   const std::vector<PreparedBatch>& prepared;
   const Config& config;
@@ -438,7 +439,7 @@ int bench_main(const po::variables_map& values, Comm& comm, const json& command)
   const BenchOptions o = bench_options_from(values, embed_config(values, "."), comm.size());
   const Config config = embed_config(values, o.run);
   const json generation = ensure_run(o, comm);
-  const patchgen::PatchIndex index = patchgen::load_index(o.run);
+  const PatchIndex index = load_index(o.run);
   if (static_cast<int64_t>(index.size()) < o.patches) {
     fail<InvalidInput>("run '{}' has {} patches, fewer than --patches {}: use a larger slide "
                        "(--slide-width/--slide-height) with a new --run",

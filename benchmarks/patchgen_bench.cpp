@@ -12,19 +12,19 @@
 #include <spdlog/spdlog.h>
 
 #include "benchmarks/bench_report.h"
-#include "common/error.h"
-#include "common/fs.h"
-#include "common/h5.h"
-#include "common/marker.h"
-#include "common/mpi_main.h"
+#include "common/core/error.h"
+#include "common/core/fs.h"
+#include "common/h5/h5.h"
+#include "common/stage/marker.h"
+#include "common/mpi/mpi_main.h"
 #include "stages/patchgen/config.h"
 #include "stages/patchgen/digest.h"
 #include "stages/patchgen/manifest.h"
-#include "stages/patchgen/partition.h"
+#include "common/stage/partition.h"
 #include "stages/patchgen/patchgen.h"
 #include "stages/patchgen/plan.h"
-#include "stages/patchgen/slide.h"
-#include "stages/synthslide/synthslide.h"
+#include "common/slide/slide.h"
+#include "tests/synthslide/synthslide.h"
 
 namespace tessera::patchgen {
 namespace {
@@ -252,8 +252,12 @@ json measure_patchgen(const Config& config, const SlidePlan& plan, Comm& comm) {
 json measure_reference(const Config& config, const SlidePlan& plan, const std::string& slide_path,
                        Comm& comm) {
   const auto total = static_cast<int64_t>(plan.patches.size());
-  const std::vector<int64_t> mine =
-      owned_items(total, config.partition_block, comm.rank(), comm.size());
+  std::vector<int64_t> mine;
+  const Partition partition({PartitionKind::kBlockCyclic, config.partition_block}, total,
+                            comm.size());
+  for (const auto& run : partition.runs(comm.rank())) {
+    for (int64_t i = 0; i < run.count; ++i) mine.push_back(run.first + i);
+  }
   const int rs = plan.level.read_size;
   std::vector<uint32_t> argb(static_cast<size_t>(rs) * rs);
   uint32_t fold = 0;

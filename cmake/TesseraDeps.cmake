@@ -1,16 +1,15 @@
 # Every dependency is found here once, so stage CMakeLists only link imported targets.
 find_package(MPI REQUIRED COMPONENTS C CXX)
-set(HDF5_PREFER_PARALLEL ON)
-find_package(HDF5 REQUIRED COMPONENTS C)
-if(NOT HDF5_IS_PARALLEL)
-  message(FATAL_ERROR "tessera needs the parallel (MPI) HDF5 build: apt install libhdf5-openmpi-dev")
-endif()
 find_package(Boost REQUIRED COMPONENTS program_options)
 find_package(spdlog REQUIRED)
 find_package(nlohmann_json REQUIRED)
 find_package(OpenSSL REQUIRED COMPONENTS Crypto)
 find_package(Threads REQUIRED)
 find_package(PkgConfig REQUIRED)
+# The serial, thread-safe HDF5 build (docs/architecture.md says why not the parallel one). Found
+# through its own pkg-config name so an installed parallel build is never picked by accident.
+pkg_check_modules(HDF5 REQUIRED IMPORTED_TARGET hdf5-serial)
+pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
 pkg_check_modules(PNG REQUIRED IMPORTED_TARGET libpng)
 pkg_check_modules(TURBOJPEG REQUIRED IMPORTED_TARGET libturbojpeg)
 if(TESSERA_BUILD_PATCHGEN)

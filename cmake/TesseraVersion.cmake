@@ -24,7 +24,7 @@ endif()
 set(TESSERA_VERSION_CPP ${PROJECT_BINARY_DIR}/common/version.cpp)
 add_custom_target(tessera_version
   COMMAND ${CMAKE_COMMAND} -DSOURCE_DIR=${PROJECT_SOURCE_DIR}
-          -DINPUT=${PROJECT_SOURCE_DIR}/common/version.cpp.in -DOUTPUT=${TESSERA_VERSION_CPP}
+          -DINPUT=${PROJECT_SOURCE_DIR}/common/core/version.cpp.in -DOUTPUT=${TESSERA_VERSION_CPP}
           -DPROJECT_VERSION=${PROJECT_VERSION} -P ${CMAKE_CURRENT_LIST_FILE}
   BYPRODUCTS ${TESSERA_VERSION_CPP}
   COMMENT "Recording the git revision"

@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 #include <spdlog/spdlog.h>
 
-#include "common/h5.h"
+#include "common/h5/h5.h"
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);

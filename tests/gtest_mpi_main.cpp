@@ -4,8 +4,8 @@
 #include <mpi.h>
 #include <spdlog/spdlog.h>
 
-#include "common/h5.h"
-#include "common/mpi_main.h"
+#include "common/h5/h5.h"
+#include "common/mpi/mpi_main.h"
 
 int main(int argc, char** argv) {
   tessera::MpiSession session(&argc, &argv);

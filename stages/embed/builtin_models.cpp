@@ -5,7 +5,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
 
-#include "common/error.h"
+#include "common/core/error.h"
 
 namespace tessera::embed::detail {
 namespace {

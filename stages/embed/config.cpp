@@ -2,8 +2,8 @@
 
 #include <filesystem>
 
-#include "common/error.h"
-#include "stages/patchgen/manifest.h"
+#include "common/core/error.h"
+#include "common/core/fs.h"
 
 namespace tessera::embed {
 
@@ -90,7 +90,7 @@ Config config_from(const po::variables_map& v) {
   c.debug_kill_rank = v["debug-kill-rank"].as<int>();
   c.debug_kill_after = v["debug-kill-after"].as<int64_t>();
   if (c.tag.empty()) c.tag = default_tag(c.model);
-  require(patchgen::is_safe_slide_id(c.tag), "tag",
+  require(is_safe_slide_id(c.tag), "tag",
           "'" + c.tag + "' is not a safe folder name (A-Z a-z 0-9 . _ -)");
   require(c.device == "cpu" || c.device == "cuda" || c.device == "auto", "device",
           "expected cpu, cuda or auto");

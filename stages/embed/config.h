@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "common/options.h"
+#include "common/core/options.h"
 #include "stages/embed/model.h"
 
 namespace tessera::embed {

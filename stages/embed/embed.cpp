@@ -5,15 +5,16 @@
 
 #include <spdlog/spdlog.h>
 
-#include "common/error.h"
-#include "common/fs.h"
-#include "common/marker.h"
+#include "common/core/error.h"
+#include "common/core/fs.h"
+#include "common/core/hash.h"
+#include "common/stage/marker.h"
 #include "stages/embed/infer.h"
 #include "stages/embed/merge.h"
 #include "stages/embed/model.h"
 #include "stages/embed/source.h"
 #include "stages/embed/work.h"
-#include "stages/patchgen/index.h"
+#include "common/store/index.h"
 
 namespace tessera::embed {
 
@@ -21,7 +22,7 @@ namespace fs = std::filesystem;
 
 int run(const Config& config, Comm& comm) {
   const std::string start_time = utc_timestamp();
-  const patchgen::PatchIndex index = patchgen::load_index(config.run);
+  const PatchIndex index = load_index(config.run);
   if (config.source == "wsi" && index.encoding != "raw" && comm.rank() == 0) {
     spdlog::warn("--source wsi reads the slides; the store is JPEG-encoded, so embeddings will "
                  "differ slightly from --source store");

@@ -2,7 +2,7 @@
 // rank-local shards and markers, rank 0's merge into RUN/embed/<tag>/.
 #pragma once
 
-#include "common/comm.h"
+#include "common/mpi/comm.h"
 #include "stages/embed/config.h"
 
 namespace tessera::embed {

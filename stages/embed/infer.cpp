@@ -9,10 +9,10 @@
 
 #include <spdlog/spdlog.h>
 
-#include "common/bounded_queue.h"
-#include "common/error.h"
-#include "common/h5.h"
-#include "common/progress.h"
+#include "common/core/bounded_queue.h"
+#include "common/core/error.h"
+#include "common/h5/h5.h"
+#include "common/core/progress.h"
 #include "stages/embed/work.h"
 
 namespace tessera::embed {
@@ -64,7 +64,7 @@ std::string check_finite(const float* values, int64_t n, int d, const int64_t* p
                      fmt::join(bad, ", "), count > 10 ? ", ..." : "");
 }
 
-InferStats embed_rows(const patchgen::PatchIndex& index, const std::vector<int64_t>& rows,
+InferStats embed_rows(const PatchIndex& index, const std::vector<int64_t>& rows,
                       const Model& model, PatchSource& source, const Config& config, int rank,
                       const std::string& shard_path, const std::string& progress_path) {
   const auto start = Clock::now();

@@ -12,7 +12,7 @@
 #include "stages/embed/config.h"
 #include "stages/embed/model.h"
 #include "stages/embed/source.h"
-#include "stages/patchgen/index.h"
+#include "common/store/index.h"
 
 namespace tessera::embed {
 
@@ -33,7 +33,7 @@ struct InferStats {
 // padded with blank patches to the full batch size so that every forward pass has the same shape.
 // Results still depend on an image's position in its batch by float rounding, unless
 // config.deterministic. Throws Error naming the patch ids when an output holds NaN or Inf.
-InferStats embed_rows(const patchgen::PatchIndex& index, const std::vector<int64_t>& rows,
+InferStats embed_rows(const PatchIndex& index, const std::vector<int64_t>& rows,
                       const Model& model, PatchSource& source, const Config& config, int rank,
                       const std::string& shard_path, const std::string& progress_path);
 

@@ -1,5 +1,5 @@
 // embed: batched foundation-model inference over patchgen's patch stores.
-#include "common/mpi_main.h"
+#include "common/mpi/mpi_main.h"
 #include "stages/embed/config.h"
 #include "stages/embed/embed.h"
 

@@ -5,11 +5,11 @@
 
 #include <spdlog/spdlog.h>
 
-#include "common/error.h"
-#include "common/fs.h"
-#include "common/h5.h"
-#include "common/marker.h"
-#include "common/version.h"
+#include "common/core/error.h"
+#include "common/core/fs.h"
+#include "common/h5/h5.h"
+#include "common/stage/marker.h"
+#include "common/core/version.h"
 
 namespace tessera::embed {
 
@@ -39,7 +39,7 @@ void finish_slide(SlideFeatures& s) {
 
 }  // namespace
 
-nlohmann::json merge(const patchgen::PatchIndex& index, const Config& config,
+nlohmann::json merge(const PatchIndex& index, const Config& config,
                      const nlohmann::json& model_fingerprint, int output_dim, int world_size,
                      const std::string& stage_dir, const std::string& fingerprint,
                      const std::string& start_time, double wait_s) {

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "stages/embed/config.h"
-#include "stages/patchgen/index.h"
+#include "common/store/index.h"
 
 namespace tessera::embed {
 
@@ -17,7 +17,7 @@ inline constexpr int64_t kEmbedFormatVersion = 1;
 
 // Not collective (rank 0). Throws IoError when a marker is invalid or the rank shards do not
 // hold exactly the index's patches. Returns the _SUCCESS summary written.
-nlohmann::json merge(const patchgen::PatchIndex& index, const Config& config,
+nlohmann::json merge(const PatchIndex& index, const Config& config,
                      const nlohmann::json& model_fingerprint, int output_dim, int world_size,
                      const std::string& stage_dir, const std::string& fingerprint,
                      const std::string& start_time, double wait_s);

@@ -1,7 +1,6 @@
 # The model layer of the embed stage, include()d from stages/embed/CMakeLists.txt.
 # libtorch headers are compiled only in model.cpp and builtin_models.cpp; torch is linked PRIVATE
 # so its include paths do not leak to consumers (the static library still carries the link).
-# tessera_common comes first: its parallel HDF5 must precede the serial one libtorch's OpenCV pulls in.
 set(_tessera_model_dir ${CMAKE_CURRENT_LIST_DIR})
 
 add_library(tessera_embed_model STATIC
@@ -10,7 +9,7 @@ add_library(tessera_embed_model STATIC
   ${_tessera_model_dir}/preprocess.cpp
   ${_tessera_model_dir}/preset.cpp
 )
-target_link_libraries(tessera_embed_model PUBLIC tessera_common PRIVATE ${TORCH_LIBRARIES})
+target_link_libraries(tessera_embed_model PUBLIC tessera_core PRIVATE ${TORCH_LIBRARIES})
 
 if(TESSERA_BUILD_TESTS)
   # The TorchScript test models are made at build time by PyTorch itself (Debian: python3-torch).

@@ -11,8 +11,9 @@
 #include <torch/script.h>
 #include <torch/version.h>
 
-#include "common/error.h"
-#include "common/fs.h"
+#include "common/core/error.h"
+#include "common/core/fs.h"
+#include "common/core/hash.h"
 #include "stages/embed/builtin_models.h"
 
 namespace tessera::embed {

@@ -11,8 +11,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "common/error.h"
-#include "common/fs.h"
+#include "common/core/error.h"
+#include "common/core/fs.h"
+#include "common/core/hash.h"
 #include "stages/embed/preprocess.h"
 
 namespace tessera::embed {

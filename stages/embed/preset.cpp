@@ -10,7 +10,7 @@
 
 #include <boost/program_options.hpp>
 
-#include "common/error.h"
+#include "common/core/error.h"
 
 namespace tessera::embed {
 namespace {

@@ -7,7 +7,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "common/error.h"
+#include "common/core/error.h"
 
 namespace tessera::embed {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "common/error.h"
+#include "common/core/error.h"
 #include "stages/embed/work.h"
 #include "stages/patchgen/extract.h"
 
@@ -13,7 +13,7 @@ void StoreSource::read(const std::vector<int64_t>& index_rows, uint8_t* rgb) {
   for (const ShardRead& r : group_by_shard(index_rows, index_.shard, index_.row)) {
     auto it = shards_.find(r.shard);
     if (it == shards_.end()) {
-      it = shards_.emplace(r.shard, patchgen::ShardReader(index_.shard_path(r.shard))).first;
+      it = shards_.emplace(r.shard, ShardReader(index_.shard_path(r.shard))).first;
     }
     buffer_.resize(r.shard_rows.size() * patch_bytes);
     it->second.read_patches(r.shard_rows, buffer_.data());
@@ -32,7 +32,7 @@ void WsiSource::read(const std::vector<int64_t>& index_rows, uint8_t* rgb) {
     if (s != open_slide_) {
       slide_.reset();
       open_slide_ = -1;
-      slide_.emplace(patchgen::Slide::open(index_.slides.path[s]));
+      slide_.emplace(Slide::open(index_.slides.path[s]));
       open_slide_ = s;
     }
     const int level = index_.slides.level[s];
@@ -44,12 +44,12 @@ void WsiSource::read(const std::vector<int64_t>& index_rows, uint8_t* rgb) {
     } else {
       buffer_.resize(static_cast<size_t>(rs) * rs * 3);
       slide_->read_rgb(x, y, level, rs, rs, buffer_.data());
-      patchgen::resize_patch(buffer_.data(), rs, out, ps);
+      resize_patch(buffer_.data(), rs, out, ps);
     }
   }
 }
 
-std::unique_ptr<PatchSource> make_source(const std::string& kind, const patchgen::PatchIndex& index) {
+std::unique_ptr<PatchSource> make_source(const std::string& kind, const PatchIndex& index) {
   if (kind == "store") return std::make_unique<StoreSource>(index);
   if (kind == "wsi") return std::make_unique<WsiSource>(index);
   fail<InvalidInput>("invalid --source '{}': expected store or wsi", kind);

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "stages/patchgen/index.h"
-#include "stages/patchgen/slide.h"
-#include "stages/patchgen/store.h"
+#include "common/store/index.h"
+#include "common/slide/slide.h"
+#include "common/store/store.h"
 
 namespace tessera::embed {
 
@@ -25,27 +25,27 @@ class PatchSource {
 
 class StoreSource final : public PatchSource {
  public:
-  explicit StoreSource(const patchgen::PatchIndex& index) : index_(index) {}
+  explicit StoreSource(const PatchIndex& index) : index_(index) {}
   void read(const std::vector<int64_t>& index_rows, uint8_t* rgb) override;
 
  private:
-  const patchgen::PatchIndex& index_;
-  std::map<int, patchgen::ShardReader> shards_;  // opened on first use
+  const PatchIndex& index_;
+  std::map<int, ShardReader> shards_;  // opened on first use
   std::vector<uint8_t> buffer_;
 };
 
 class WsiSource final : public PatchSource {
  public:
-  explicit WsiSource(const patchgen::PatchIndex& index) : index_(index) {}
+  explicit WsiSource(const PatchIndex& index) : index_(index) {}
   void read(const std::vector<int64_t>& index_rows, uint8_t* rgb) override;
 
  private:
-  const patchgen::PatchIndex& index_;
+  const PatchIndex& index_;
   int open_slide_ = -1;
-  std::optional<patchgen::Slide> slide_;
+  std::optional<Slide> slide_;
   std::vector<uint8_t> buffer_;
 };
 
-std::unique_ptr<PatchSource> make_source(const std::string& kind, const patchgen::PatchIndex& index);
+std::unique_ptr<PatchSource> make_source(const std::string& kind, const PatchIndex& index);
 
 }  // namespace tessera::embed

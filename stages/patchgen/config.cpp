@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "common/error.h"
+#include "common/core/error.h"
 
 namespace tessera::patchgen {
 

@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <string>
 
-#include "common/options.h"
-#include "stages/patchgen/store.h"
+#include "common/core/options.h"
+#include "common/store/store.h"
 #include "stages/patchgen/tissue.h"
 
 namespace tessera::patchgen {

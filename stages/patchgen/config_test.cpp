@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "common/error.h"
+#include "common/core/error.h"
 
 namespace tessera::patchgen {
 namespace {

@@ -7,12 +7,13 @@
 
 #include <spdlog/spdlog.h>
 
-#include "common/error.h"
-#include "common/fs.h"
-#include "common/h5.h"
-#include "common/marker.h"
-#include "common/version.h"
-#include "stages/patchgen/store.h"
+#include "common/core/error.h"
+#include "common/core/fs.h"
+#include "common/h5/h5.h"
+#include "common/stage/marker.h"
+#include "common/store/index.h"
+#include "common/core/version.h"
+#include "common/store/store.h"
 
 namespace tessera::patchgen {
 

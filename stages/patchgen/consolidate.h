@@ -13,8 +13,6 @@
 
 namespace tessera::patchgen {
 
-inline constexpr int64_t kIndexFormatVersion = 1;
-
 // Not collective (rank 0 only). Throws IoError when a marker is invalid, a shard does not hold
 // what its marker says, or the shards together do not hold exactly the planned patches. Returns
 // the _SUCCESS summary that was written; its "exit_code" is 3 when any slide failed.

@@ -3,11 +3,12 @@
 #include <filesystem>
 #include <map>
 
-#include "common/error.h"
-#include "common/fs.h"
-#include "common/h5.h"
-#include "common/marker.h"
-#include "stages/patchgen/store.h"
+#include "common/core/error.h"
+#include "common/core/fs.h"
+#include "common/core/hash.h"
+#include "common/h5/h5.h"
+#include "common/stage/marker.h"
+#include "common/store/store.h"
 
 namespace tessera::patchgen {
 

@@ -9,16 +9,16 @@
 #include <filesystem>
 #include <optional>
 
-#include <opencv2/imgproc.hpp>
 #include <spdlog/spdlog.h>
 
-#include "common/error.h"
-#include "common/fs.h"
-#include "common/marker.h"
-#include "common/progress.h"
-#include "stages/patchgen/partition.h"
-#include "stages/patchgen/slide.h"
-#include "stages/patchgen/store.h"
+#include "common/core/error.h"
+#include "common/core/fs.h"
+#include "common/core/hash.h"
+#include "common/stage/marker.h"
+#include "common/core/progress.h"
+#include "common/stage/partition.h"
+#include "common/slide/slide.h"
+#include "common/store/store.h"
 
 namespace tessera::patchgen {
 
@@ -42,13 +42,6 @@ nlohmann::json ExtractStats::to_json() const {
   return {{"patches", patches},   {"planned", planned},   {"failed_slides", failed},
           {"read_s", read_s},     {"resize_s", resize_s}, {"encode_s", encode_s},
           {"write_s", write_s},   {"hash_s", hash_s},     {"total_s", total_s}};
-}
-
-void resize_patch(const uint8_t* src, int src_size, uint8_t* dst, int dst_size) {
-  cv::Mat in(src_size, src_size, CV_8UC3, const_cast<uint8_t*>(src));
-  cv::Mat out(dst_size, dst_size, CV_8UC3, dst);
-  cv::resize(in, out, cv::Size(dst_size, dst_size), 0, 0,
-             dst_size < src_size ? cv::INTER_AREA : cv::INTER_LINEAR);
 }
 
 ExtractStats extract_rank(const Manifest& manifest, const std::vector<SlidePlan>& plans,
@@ -82,7 +75,9 @@ ExtractStats extract_rank(const Manifest& manifest, const std::vector<SlidePlan>
   PatchOrder order(plans);
   const int64_t total = order.total();
   ExtractStats stats;
-  stats.planned = owned_count(total, config.partition_block, rank, world_size);
+  const Partition partition({PartitionKind::kBlockCyclic, config.partition_block}, total,
+                            world_size);
+  stats.planned = partition.count(rank);
 
   ShardWriter writer(shard_path, config.layout, rank, world_size, infos);
   Progress progress("extract (rank 0)", stats.planned, rank == 0,
@@ -93,10 +88,8 @@ ExtractStats extract_rank(const Manifest& manifest, const std::vector<SlidePlan>
   int open_index = -1;
   int64_t done = 0;
 
-  for (int64_t start_item = static_cast<int64_t>(rank) * config.partition_block; start_item < total;
-       start_item += config.partition_block * world_size) {
-    const int64_t stop = std::min(total, start_item + config.partition_block);
-    for (int64_t item = start_item; item < stop; ++item) {
+  for (const ItemRun& run : partition.runs(rank)) {
+    for (int64_t item = run.first; item < run.first + run.count; ++item) {
       ++done;
       const auto [s, ordinal] = order.locate(item);
       if (stats.failed_slides.count(s)) continue;

@@ -37,7 +37,4 @@ ExtractStats extract_rank(const Manifest& manifest, const std::vector<SlidePlan>
                           const Config& config, int rank, int world_size,
                           const std::string& stage_dir, const std::string& fingerprint);
 
-// Resizes a w x h RGB patch to size x size: area filter when shrinking, bilinear when enlarging.
-void resize_patch(const uint8_t* src, int src_size, uint8_t* dst, int dst_size);
-
 }  // namespace tessera::patchgen

@@ -9,11 +9,11 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "common/error.h"
-#include "common/marker.h"
+#include "common/core/error.h"
+#include "common/stage/marker.h"
 #include "stages/patchgen/plan.h"
-#include "stages/patchgen/store.h"
-#include "stages/synthslide/synthslide.h"
+#include "common/store/store.h"
+#include "tests/synthslide/synthslide.h"
 
 namespace tessera::patchgen {
 namespace {

@@ -1,5 +1,5 @@
 // patchgen: tissue detection and cyclic-partitioned patch extraction into HDF5 shards.
-#include "common/mpi_main.h"
+#include "common/mpi/mpi_main.h"
 #include "stages/patchgen/config.h"
 #include "stages/patchgen/patchgen.h"
 

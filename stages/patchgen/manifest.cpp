@@ -6,8 +6,8 @@
 #include <map>
 #include <set>
 
-#include "common/error.h"
-#include "common/fs.h"
+#include "common/core/error.h"
+#include "common/core/fs.h"
 
 namespace tessera::patchgen {
 
@@ -95,14 +95,6 @@ std::string resolve(const fs::path& base, const std::string& p) {
 }
 
 }  // namespace
-
-bool is_safe_slide_id(const std::string& id) {
-  if (id.empty() || id[0] == '.') return false;
-  for (unsigned char c : id) {
-    if (!(std::isalnum(c) || c == '.' || c == '_' || c == '-')) return false;
-  }
-  return true;
-}
 
 namespace {
 

@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/core/fs.h"
+
 namespace tessera::patchgen {
 
 struct SlideEntry {
@@ -25,8 +27,6 @@ struct Manifest {
   std::vector<SlideEntry> slides;
 };
 
-// Whether `id` is a safe file name: only [A-Za-z0-9._-], not empty, no leading dot.
-bool is_safe_slide_id(const std::string& id);
 
 // Parses manifest text (no file access). `manifest_path` names the file in messages and anchors
 // relative paths. Throws InvalidInput listing every problem at once (missing columns, rows with

@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "common/error.h"
+#include "common/core/error.h"
 
 namespace tessera::patchgen {
 namespace {

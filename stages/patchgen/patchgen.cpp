@@ -5,9 +5,10 @@
 
 #include <spdlog/spdlog.h>
 
-#include "common/error.h"
-#include "common/fs.h"
-#include "common/marker.h"
+#include "common/core/error.h"
+#include "common/core/fs.h"
+#include "common/core/hash.h"
+#include "common/stage/marker.h"
 #include "stages/patchgen/consolidate.h"
 #include "stages/patchgen/extract.h"
 #include "stages/patchgen/plan.h"

@@ -2,7 +2,7 @@
 // shard per rank, markers, and rank 0's consolidation into RUN/patchgen/index.h5 and _SUCCESS.
 #pragma once
 
-#include "common/comm.h"
+#include "common/mpi/comm.h"
 #include "stages/patchgen/config.h"
 
 namespace tessera::patchgen {

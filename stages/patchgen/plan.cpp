@@ -9,9 +9,9 @@
 #include <opencv2/imgproc.hpp>
 #include <spdlog/spdlog.h>
 
-#include "common/error.h"
+#include "common/core/error.h"
 #include "stages/patchgen/qc.h"
-#include "stages/patchgen/slide.h"
+#include "common/slide/slide.h"
 
 namespace tessera::patchgen {
 

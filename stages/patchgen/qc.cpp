@@ -6,7 +6,7 @@
 #include <opencv2/core.hpp>
 #include <opencv2/imgproc.hpp>
 
-#include "common/error.h"
+#include "common/core/error.h"
 
 namespace tessera::patchgen {
 namespace {

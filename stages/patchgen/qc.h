@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "common/png_io.h"
+#include "common/slide/png_io.h"
 #include "stages/patchgen/tissue.h"
 
 namespace tessera::patchgen {

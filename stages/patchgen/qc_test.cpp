@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <string>
 
-#include "common/error.h"
-#include "common/png_io.h"
+#include "common/core/error.h"
+#include "common/slide/png_io.h"
 
 namespace tessera::patchgen {
 namespace {

@@ -9,12 +9,12 @@
 #include <functional>
 #include <memory>
 
-#include <openslide/openslide.h>
 #include <tiffio.h>
 #include <opencv2/core.hpp>
 #include <opencv2/imgproc.hpp>
 
-#include "common/error.h"
+#include "common/core/error.h"
+#include "common/slide/slide.h"
 
 namespace tessera::patchgen {
 namespace {
@@ -178,24 +178,15 @@ TissueMask load_png_mask(const std::string& path, int64_t sw, int64_t sh) {
                    });
 }
 
-struct OpenSlideCloser {
-  void operator()(openslide_t* osr) const noexcept { openslide_close(osr); }
-};
-using OpenSlidePtr = std::unique_ptr<openslide_t, OpenSlideCloser>;
-
 // Returns false when OpenSlide does not recognise the file.
 bool load_openslide_mask(const std::string& path, int64_t sw, int64_t sh, TissueMask& out,
                          std::string& error) {
-  OpenSlidePtr osr(openslide_open(path.c_str()));
-  if (!osr) return false;
-  if (const char* err = openslide_get_error(osr.get())) {
-    error = err;
-    return false;
-  }
-  int32_t level = openslide_get_level_count(osr.get()) - 1;
-  int64_t lw = 0, lh = 0;
-  openslide_get_level_dimensions(osr.get(), level, &lw, &lh);
-  double ds = openslide_get_level_downsample(osr.get(), level);
+  std::optional<Slide> slide = Slide::try_open(path, &error);
+  if (!slide) return false;
+  const int level = slide->level_count() - 1;
+  const int64_t lw = slide->width(level);
+  const int64_t lh = slide->height(level);
+  const double ds = slide->downsample(level);
   check_aspect(path, lw, lh, sw, sh);
   if (lw > INT32_MAX / 2 || lh > INT32_MAX / 2) fail<InvalidInput>("mask {} is too large", path);
   std::vector<uint32_t> argb;
@@ -203,9 +194,10 @@ bool load_openslide_mask(const std::string& path, int64_t sw, int64_t sh, Tissue
                   [&](int y0, int rows, std::vector<uint8_t>& tissue) {
                     argb.resize(tissue.size());
                     auto y_level0 = static_cast<int64_t>(std::llround(y0 * ds));
-                    openslide_read_region(osr.get(), argb.data(), 0, y_level0, level, lw, rows);
-                    if (const char* err = openslide_get_error(osr.get())) {
-                      fail<InvalidInput>("cannot read mask {}: {}", path, err);
+                    try {
+                      slide->read_argb(0, y_level0, level, static_cast<int>(lw), rows, argb.data());
+                    } catch (const IoError& e) {
+                      fail<InvalidInput>("cannot read mask {}: {}", path, e.what());
                     }
                     // Premultiplied ARGB: transparent pixels are 0, so any colour bit is tissue.
                     for (size_t i = 0; i < tissue.size(); ++i) tissue[i] = (argb[i] & 0xFFFFFFu) != 0;

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "common/png_io.h"
+#include "common/slide/png_io.h"
 
 namespace tessera::patchgen {
 

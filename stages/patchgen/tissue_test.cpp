@@ -15,9 +15,9 @@
 #include <opencv2/core.hpp>
 #include <opencv2/imgproc.hpp>
 
-#include "common/error.h"
-#include "common/png_io.h"
-#include "stages/synthslide/synthslide.h"
+#include "common/core/error.h"
+#include "common/slide/png_io.h"
+#include "tests/synthslide/synthslide.h"
 
 namespace tessera::patchgen {
 namespace {

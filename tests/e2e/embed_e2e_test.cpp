@@ -3,10 +3,10 @@
 
 #include <cstring>
 
-#include "common/fs.h"
-#include "common/h5.h"
-#include "common/marker.h"
-#include "stages/synthslide/synthslide.h"
+#include "common/core/fs.h"
+#include "common/h5/h5.h"
+#include "common/stage/marker.h"
+#include "tests/synthslide/synthslide.h"
 #include "tests/e2e/e2e_util.h"
 
 namespace tessera::e2e {

@@ -7,12 +7,12 @@
 #include <algorithm>
 #include <set>
 
-#include "common/fs.h"
-#include "common/h5.h"
-#include "common/marker.h"
+#include "common/core/fs.h"
+#include "common/h5/h5.h"
+#include "common/stage/marker.h"
 #include "stages/patchgen/digest.h"
-#include "stages/patchgen/store.h"
-#include "stages/synthslide/synthslide.h"
+#include "common/store/store.h"
+#include "tests/synthslide/synthslide.h"
 #include "tests/e2e/e2e_util.h"
 
 namespace tessera::e2e {
@@ -110,7 +110,7 @@ TEST(PatchgenE2E, IndexLayoutAndPixelsMatchOpenSlide) {
   std::vector<uint8_t> stored(128 * 128 * 3);
   int checked = 0;
   for (size_t i = 0; i < ids.size(); i += 7) {
-    patchgen::ShardReader reader(fmt::format("{}/patchgen/shards/rank-{:05d}.h5", out, shard[i]));
+    ShardReader reader(fmt::format("{}/patchgen/shards/rank-{:05d}.h5", out, shard[i]));
     reader.read_patches({static_cast<uint64_t>(row[i])}, stored.data());
     openslide_t* osr = openslide_open((Cohort::dir() / paths[slide[i]]).c_str());
     ASSERT_NE(osr, nullptr);

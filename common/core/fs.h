@@ -1,0 +1,76 @@
+// File-system helpers: atomic writes for markers and indexes, durability (fsync), and the run
+// directory lock. All functions throw IoError naming the path on failure.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace tessera {
+
+// Writes `content` to `path` atomically: a temporary file in the same directory is written,
+// fsync'ed, renamed over `path`, and the directory is fsync'ed. Readers see either the old file or
+// the complete new one, never a partial one. Creates missing parent directories.
+void atomic_write_file(const std::string& path, std::string_view content);
+
+// Makes a finished file durable and visible under its final name: fsyncs `tmp_path`, renames it
+// to `path` and fsyncs the directory. For files written by libraries (HDF5) that cannot go through
+// atomic_write_file.
+void commit_file(const std::string& tmp_path, const std::string& path);
+
+// Reads a whole file. Throws IoError naming the path when it is missing or unreadable.
+std::string read_file(const std::string& path);
+
+// Whether `id` is safe as a file name on every file system a run may live on: non-empty, only
+// [A-Za-z0-9._-], not starting with '.'. Slide ids and output tags must be.
+bool is_safe_slide_id(const std::string& id);
+
+// "rank-00042" + ext.
+std::string rank_file_name(int rank, const std::string& ext);
+
+// Reads a JSON file; nullopt when it does not exist. Throws InvalidInput naming the file when it
+// exists but is not valid JSON.
+std::optional<nlohmann::json> read_json_file(const std::string& path);
+
+// Size of a regular file in bytes, or nullopt when it does not exist.
+std::optional<uint64_t> file_size(const std::string& path);
+
+// An exclusive advisory lock (fcntl F_SETLK, works across hosts on NFS and Lustre mounted with
+// locking) on `path`, created if missing. The file's content records host, pid and start time for
+// diagnostics. The lock is released by the destructor or when the process dies, so a killed run
+// never leaves a stale lock. Move-only.
+//
+// The file holds one JSON line {"host", "pid", "time"} written after locking; it is left in place on
+// release. Because fcntl locks belong to the process, a second try_acquire of the same file within
+// the holding process returns nullopt (tracked per process, without touching the file), and no other
+// code in the process may open and close the lock file while it is held (that would drop the lock).
+// Creates missing parent directories. Throws IoError when the file cannot be opened or the file
+// system refuses locking (e.g. ENOLCK).
+class FileLock {
+ public:
+  // Returns the lock, or nullopt when another process holds it; `holder` then receives the
+  // holder's recorded host/pid ("host H pid P since T", or the raw content) if readable.
+  static std::optional<FileLock> try_acquire(const std::string& path, std::string* holder = nullptr);
+  FileLock(FileLock&&) noexcept;
+  FileLock& operator=(FileLock&&) noexcept;
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+  ~FileLock();
+  void release() noexcept;  // safe to call twice
+
+ private:
+  FileLock(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+  int fd_ = -1;
+  std::string path_;
+};
+
+// Current UTC time as ISO 8601 with milliseconds ("2026-11-30T02:25:28.123Z").
+std::string utc_timestamp();
+
+// The host name of this process (for markers and locks).
+std::string host_name();
+
+}  // namespace tessera

@@ -1,0 +1,82 @@
+// A whole-slide image opened with OpenSlide. Move-only; the handle is closed by the destructor.
+// Not thread-safe across threads sharing one Slide for error state; OpenSlide itself allows
+// concurrent reads.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/slide/png_io.h"
+
+typedef struct _openslide openslide_t;
+
+namespace tessera {
+
+class Slide {
+ public:
+  // Opens `path`. Throws IoError naming the file with OpenSlide's reason ("unsupported or missing
+  // format" when OpenSlide does not recognise it).
+  static Slide open(const std::string& path);
+  // Opens `path` when OpenSlide recognises it; nullopt otherwise, with OpenSlide's error in
+  // `error` when it recognised the file but could not open it.
+  static std::optional<Slide> try_open(const std::string& path, std::string* error = nullptr);
+  Slide(Slide&& other) noexcept;
+  Slide& operator=(Slide&& other) noexcept;
+  Slide(const Slide&) = delete;
+  Slide& operator=(const Slide&) = delete;
+  ~Slide();
+
+  const std::string& path() const { return path_; }
+  int level_count() const { return static_cast<int>(dims_.size()); }
+  int64_t width(int level = 0) const { return dims_[level].first; }
+  int64_t height(int level = 0) const { return dims_[level].second; }
+  double downsample(int level) const { return downsamples_[level]; }
+  const std::vector<double>& downsamples() const { return downsamples_; }
+  std::optional<std::string> property(const std::string& name) const;
+  std::string vendor() const;
+
+  // Reads the w x h region whose top-left corner is level-0 (x, y), at `level`, as RGB into `rgb`
+  // (w*h*3 bytes). OpenSlide's premultiplied ARGB is converted with argb_to_rgb. Throws IoError
+  // naming the file and region when OpenSlide reports an error; after an error the slide is
+  // unusable (OpenSlide errors are sticky). OpenSlide's output goes through a buffer the Slide
+  // keeps and reuses, so reading patch after patch allocates nothing.
+  void read_rgb(int64_t x, int64_t y, int level, int w, int h, uint8_t* rgb) const;
+  // The same region as OpenSlide's raw premultiplied ARGB (w*h words), for tests and baselines.
+  void read_argb(int64_t x, int64_t y, int level, int w, int h, uint32_t* argb) const;
+  // The whole of `level` as an RGB image (for thumbnails).
+  Image8 read_level(int level) const;
+
+ private:
+  Slide(openslide_t* osr, std::string path);
+  void check_error(const char* what) const;
+  openslide_t* osr_ = nullptr;
+  std::string path_;
+  std::vector<std::pair<int64_t, int64_t>> dims_;
+  std::vector<double> downsamples_;
+  mutable std::vector<uint32_t> argb_;  // read_rgb's OpenSlide output
+};
+
+// Resizes a src_size^2 RGB patch to dst_size^2: area filter when shrinking, bilinear when
+// enlarging. The one resampling rule of patchgen and embed's --source wsi.
+void resize_patch(const uint8_t* src, int src_size, uint8_t* dst, int dst_size);
+
+// Converts premultiplied ARGB to RGB: opaque pixels keep their bytes exactly; partly transparent
+// ones are un-premultiplied (c * 255 / a, rounded); fully transparent pixels (outside the scanned
+// area) become white, like an empty glass background.
+void argb_to_rgb(const uint32_t* argb, size_t pixels, uint8_t* rgb);
+
+// Where a slide's level-0 resolution came from.
+struct SlideMpp {
+  double x = 0;
+  double y = 0;
+  std::string source;  // "openslide.mpp", "tiff.resolution" or "default"
+};
+
+// The slide's level-0 micrometres per pixel, from openslide.mpp-x/y, else from the TIFF
+// resolution tags (tiff.XResolution/YResolution with tiff.ResolutionUnit centimeter or inch),
+// else `default_mpp` when positive; nullopt when none applies.
+std::optional<SlideMpp> slide_mpp(const Slide& slide, double default_mpp);
+
+}  // namespace tessera

@@ -1,0 +1,281 @@
+#include "common/store/store.h"
+
+#include <turbojpeg.h>
+
+#include <chrono>
+#include <cstring>
+#include <optional>
+
+#include "common/core/error.h"
+#include "common/h5/h5.h"
+
+namespace tessera {
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// A turbojpeg handle per thread and direction, created on first use.
+class TjHandle {
+ public:
+  explicit TjHandle(bool compress) : h_(compress ? tjInitCompress() : tjInitDecompress()) {
+    if (h_ == nullptr) fail<IoError>("libturbojpeg: cannot initialise: {}", tjGetErrorStr2(nullptr));
+  }
+  ~TjHandle() { tjDestroy(h_); }
+  TjHandle(const TjHandle&) = delete;
+  TjHandle& operator=(const TjHandle&) = delete;
+  tjhandle get() const { return h_; }
+
+ private:
+  tjhandle h_;
+};
+
+}  // namespace
+
+int parse_compression(const std::string& text) {
+  if (text == "none") return 0;
+  if (text == "deflate") return 4;
+  if (text.rfind("deflate:", 0) == 0) {
+    const std::string level = text.substr(8);
+    if (level.size() == 1 && level[0] >= '1' && level[0] <= '9') return level[0] - '0';
+  }
+  fail<InvalidInput>("invalid --compression '{}': expected none, deflate or deflate:1..9", text);
+}
+
+std::vector<uint8_t> encode_jpeg(const uint8_t* rgb, int width, int height, int quality) {
+  thread_local TjHandle handle(true);
+  unsigned char* buffer = nullptr;
+  unsigned long size = 0;
+  if (tjCompress2(handle.get(), rgb, width, 0, height, TJPF_RGB, &buffer, &size, TJSAMP_444,
+                  quality, TJFLAG_ACCURATEDCT) != 0) {
+    std::string reason = tjGetErrorStr2(handle.get());
+    tjFree(buffer);
+    fail<IoError>("JPEG encoding of a {}x{} patch failed: {}", width, height, reason);
+  }
+  std::vector<uint8_t> out(buffer, buffer + size);
+  tjFree(buffer);
+  return out;
+}
+
+void decode_jpeg(const uint8_t* data, size_t size, int width, int height, uint8_t* rgb) {
+  thread_local TjHandle handle(false);
+  int w = 0, h = 0, subsampling = 0, colorspace = 0;
+  if (tjDecompressHeader3(handle.get(), data, size, &w, &h, &subsampling, &colorspace) != 0) {
+    fail<IoError>("JPEG patch header is invalid: {}", tjGetErrorStr2(handle.get()));
+  }
+  if (w != width || h != height) {
+    fail<IoError>("JPEG patch is {}x{}, expected {}x{}", w, h, width, height);
+  }
+  if (tjDecompress2(handle.get(), data, size, rgb, width, 0, height, TJPF_RGB,
+                    TJFLAG_ACCURATEDCT) != 0) {
+    fail<IoError>("JPEG patch decoding failed: {}", tjGetErrorStr2(handle.get()));
+  }
+}
+
+struct ShardWriter::Impl {
+  std::string path;
+  StoreLayout layout;
+  std::optional<h5::File> file;
+  std::optional<h5::Dataset> patches, patch_id, slide, coords, tissue;
+  size_t patch_bytes = 0;
+  // Buffered rows not yet written.
+  std::vector<uint8_t> pixels;
+  std::vector<std::vector<uint8_t>> blobs;
+  std::vector<int64_t> ids, xy;
+  std::vector<int32_t> slides;
+  std::vector<float> fractions;
+  bool closed = false;
+};
+
+ShardWriter::ShardWriter(const std::string& path, const StoreLayout& layout, int rank,
+                         int world_size, const std::vector<SlideReadInfo>& slides)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& s = *impl_;
+  s.path = path;
+  s.layout = layout;
+  const hsize_t size = static_cast<hsize_t>(layout.patch_size);
+  const hsize_t chunk = static_cast<hsize_t>(layout.chunk_patches);
+  s.patch_bytes = size * size * 3;
+  s.file.emplace(h5::File::open(path, h5::Mode::kCreateTruncate));
+  h5::DatasetOptions pixel_options;
+  if (layout.encoding == "raw") {
+    pixel_options.chunk = {chunk, size, size, 3};
+    pixel_options.deflate_level = layout.deflate_level;
+    s.patches.emplace(s.file->create_appendable("patches", h5::Type::kUInt8, {size, size, 3},
+                                                pixel_options));
+  } else if (layout.encoding == "jpeg") {
+    pixel_options.chunk = {chunk};
+    s.patches.emplace(s.file->create_appendable("patches", h5::Type::kVarBytes, {}, pixel_options));
+  } else {
+    fail<InvalidInput>("invalid encoding '{}': expected raw or jpeg", layout.encoding);
+  }
+  h5::DatasetOptions column_options;
+  column_options.chunk = {std::max<hsize_t>(chunk, 1024)};
+  s.patch_id.emplace(s.file->create_appendable("patch_id", h5::Type::kInt64, {}, column_options));
+  s.slide.emplace(s.file->create_appendable("slide", h5::Type::kInt32, {}, column_options));
+  h5::DatasetOptions coord_options;
+  coord_options.chunk = {std::max<hsize_t>(chunk, 1024), 2};
+  s.coords.emplace(s.file->create_appendable("coords", h5::Type::kInt64, {2}, coord_options));
+  s.tissue.emplace(s.file->create_appendable("tissue", h5::Type::kFloat32, {}, column_options));
+
+  h5::File& f = *s.file;
+  f.set_attr("format_version", kStoreFormatVersion);
+  f.set_attr("patch_size", static_cast<int64_t>(layout.patch_size));
+  f.set_attr("mpp", layout.mpp);
+  f.set_attr("encoding", layout.encoding);
+  f.set_attr("jpeg_quality", static_cast<int64_t>(layout.jpeg_quality));
+  f.set_attr("compression", layout.deflate_level == 0
+                                ? std::string("none")
+                                : "deflate:" + std::to_string(layout.deflate_level));
+  f.set_attr("chunk_patches", static_cast<int64_t>(layout.chunk_patches));
+  f.set_attr("rank", static_cast<int64_t>(rank));
+  f.set_attr("world_size", static_cast<int64_t>(world_size));
+  std::vector<int64_t> level_read, read_size;
+  std::vector<double> downsample;
+  for (const auto& info : slides) {
+    level_read.push_back(info.level_read);
+    read_size.push_back(info.read_size);
+    downsample.push_back(info.downsample);
+  }
+  if (!slides.empty()) {
+    f.set_attr("level_read", level_read);
+    f.set_attr("read_size", read_size);
+    f.set_attr("downsample", downsample);
+  }
+  s.pixels.reserve(s.patch_bytes * chunk);
+}
+
+ShardWriter::~ShardWriter() = default;
+
+void ShardWriter::add(int64_t patch_id, int32_t slide, int64_t x, int64_t y, float tissue,
+                      const uint8_t* rgb) {
+  Impl& s = *impl_;
+  TESSERA_CHECK(!s.closed, "shard '{}' is already closed", s.path);
+  if (s.layout.encoding == "jpeg") {
+    auto t0 = std::chrono::steady_clock::now();
+    s.blobs.push_back(
+        encode_jpeg(rgb, s.layout.patch_size, s.layout.patch_size, s.layout.jpeg_quality));
+    encode_s_ += seconds_since(t0);
+  } else {
+    s.pixels.insert(s.pixels.end(), rgb, rgb + s.patch_bytes);
+  }
+  s.ids.push_back(patch_id);
+  s.slides.push_back(slide);
+  s.xy.push_back(x);
+  s.xy.push_back(y);
+  s.fractions.push_back(tissue);
+  if (static_cast<int>(s.ids.size()) >= s.layout.chunk_patches) flush_buffer();
+}
+
+void ShardWriter::flush_buffer() {
+  Impl& s = *impl_;
+  if (s.ids.empty()) return;
+  auto t0 = std::chrono::steady_clock::now();
+  const hsize_t n = s.ids.size();
+  if (s.layout.encoding == "jpeg") {
+    s.patches->append_blobs(s.blobs);
+  } else {
+    s.patches->append(s.pixels.data(), n);
+  }
+  s.patch_id->append(s.ids.data(), n);
+  s.slide->append(s.slides.data(), n);
+  s.coords->append(s.xy.data(), n);
+  s.tissue->append(s.fractions.data(), n);
+  rows_ += static_cast<int64_t>(n);
+  s.pixels.clear();
+  s.blobs.clear();
+  s.ids.clear();
+  s.slides.clear();
+  s.xy.clear();
+  s.fractions.clear();
+  write_s_ += seconds_since(t0);
+}
+
+void ShardWriter::close() {
+  Impl& s = *impl_;
+  if (s.closed) return;
+  flush_buffer();
+  auto t0 = std::chrono::steady_clock::now();
+  s.patches->close();
+  s.patch_id->close();
+  s.slide->close();
+  s.coords->close();
+  s.tissue->close();
+  s.file->close();
+  s.closed = true;
+  write_s_ += seconds_since(t0);
+}
+
+struct ShardReader::Impl {
+  std::string path;
+  std::optional<h5::File> file;
+  std::optional<h5::Dataset> patches;
+  int64_t rows = 0;
+  int patch_size = 0;
+  std::string encoding;
+};
+
+ShardReader::ShardReader(const std::string& path) : impl_(std::make_unique<Impl>()) {
+  Impl& s = *impl_;
+  s.path = path;
+  s.file.emplace(h5::File::open(path, h5::Mode::kRead));
+  int64_t version = s.file->attr_int("format_version");
+  if (version != kStoreFormatVersion) {
+    fail<IoError>("shard '{}' has format version {}, this build reads version {}", path, version,
+                  kStoreFormatVersion);
+  }
+  s.patch_size = static_cast<int>(s.file->attr_int("patch_size"));
+  s.encoding = s.file->attr_string("encoding");
+  s.patches.emplace(s.file->open_dataset("patches"));
+  s.rows = static_cast<int64_t>(s.patches->dims().at(0));
+}
+
+ShardReader::~ShardReader() = default;
+ShardReader::ShardReader(ShardReader&&) noexcept = default;
+ShardReader& ShardReader::operator=(ShardReader&&) noexcept = default;
+
+const std::string& ShardReader::path() const { return impl_->path; }
+int64_t ShardReader::rows() const { return impl_->rows; }
+int ShardReader::patch_size() const { return impl_->patch_size; }
+const std::string& ShardReader::encoding() const { return impl_->encoding; }
+
+ShardColumns ShardReader::read_columns() const {
+  ShardColumns c;
+  c.patch_id = impl_->file->open_dataset("patch_id").read_all<int64_t>();
+  c.slide = impl_->file->open_dataset("slide").read_all<int32_t>();
+  c.coords = impl_->file->open_dataset("coords").read_all<int64_t>();
+  c.tissue = impl_->file->open_dataset("tissue").read_all<float>();
+  const size_t n = c.patch_id.size();
+  if (c.slide.size() != n || c.coords.size() != 2 * n || c.tissue.size() != n ||
+      static_cast<int64_t>(n) != impl_->rows) {
+    fail<IoError>("shard '{}' is inconsistent: {} patches but {} ids, {} slides, {} coords, {} "
+                  "tissue values",
+                  impl_->path, impl_->rows, n, c.slide.size(), c.coords.size() / 2,
+                  c.tissue.size());
+  }
+  return c;
+}
+
+void ShardReader::read_patches(const std::vector<uint64_t>& rows, uint8_t* rgb) const {
+  if (rows.empty()) return;
+  const Impl& s = *impl_;
+  std::vector<hsize_t> list(rows.begin(), rows.end());
+  if (s.encoding == "jpeg") {
+    auto blobs = s.patches->read_blob_list(list);
+    const size_t patch_bytes = static_cast<size_t>(s.patch_size) * s.patch_size * 3;
+    for (size_t i = 0; i < blobs.size(); ++i) {
+      try {
+        decode_jpeg(blobs[i].data(), blobs[i].size(), s.patch_size, s.patch_size,
+                    rgb + i * patch_bytes);
+      } catch (const IoError& e) {
+        fail<IoError>("shard '{}' row {}: {}", s.path, rows[i], e.what());
+      }
+    }
+  } else {
+    s.patches->read_row_list(rgb, list);
+  }
+}
+
+}  // namespace tessera

@@ -1,0 +1,136 @@
+#include "common/store/store.h"
+
+#include <gtest/gtest.h>
+
+#include <sys/resource.h>
+
+#include <csignal>
+#include <filesystem>
+#include <random>
+
+#include "common/core/error.h"
+
+namespace tessera {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::vector<uint8_t> random_patch(int size, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> p(static_cast<size_t>(size) * size * 3);
+  for (auto& v : p) v = static_cast<uint8_t>(rng());
+  return p;
+}
+
+class StoreTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(StoreTest, WriteThenReadRowsAndColumns) {
+  const std::string encoding = GetParam();
+  const auto path = (fs::temp_directory_path() / ("tessera_store_" + encoding + ".h5")).string();
+  StoreLayout layout;
+  layout.patch_size = 32;
+  layout.encoding = encoding;
+  layout.jpeg_quality = 95;
+  layout.chunk_patches = 4;
+  const int n = 11;  // not a multiple of the chunk
+  std::vector<std::vector<uint8_t>> patches;
+  {
+    ShardWriter writer(path, layout, 1, 3, {{0, 32, 1.0}, {-1, 0, 0}});
+    for (int i = 0; i < n; ++i) {
+      // Smooth content so JPEG stays close to the original.
+      std::vector<uint8_t> p(32 * 32 * 3);
+      for (size_t k = 0; k < p.size(); ++k) p[k] = static_cast<uint8_t>((k / 3 % 32) * 4 + i * 7);
+      patches.push_back(p);
+      writer.add((int64_t{i} + (int64_t{2} << 32)), 0, 10 * i, 20 * i, 0.5f + 0.01f * i, p.data());
+    }
+    writer.close();
+    EXPECT_EQ(writer.rows(), n);
+  }
+  ShardReader reader(path);
+  EXPECT_EQ(reader.rows(), n);
+  EXPECT_EQ(reader.patch_size(), 32);
+  EXPECT_EQ(reader.encoding(), encoding);
+  ShardColumns c = reader.read_columns();
+  ASSERT_EQ(c.patch_id.size(), static_cast<size_t>(n));
+  EXPECT_EQ(c.patch_id[5], (int64_t{5} + (int64_t{2} << 32)));
+  EXPECT_EQ(c.coords[2 * 5], 50);
+  EXPECT_EQ(c.coords[2 * 5 + 1], 100);
+  EXPECT_FLOAT_EQ(c.tissue[5], 0.55f);
+  std::vector<uint64_t> rows = {0, 3, 4, 5, 10};
+  std::vector<uint8_t> out(rows.size() * 32 * 32 * 3);
+  reader.read_patches(rows, out.data());
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const uint8_t* got = out.data() + r * 32 * 32 * 3;
+    const auto& want = patches[rows[r]];
+    int max_diff = 0;
+    for (size_t k = 0; k < want.size(); ++k) max_diff = std::max(max_diff, std::abs(got[k] - want[k]));
+    if (encoding == "raw") {
+      EXPECT_EQ(max_diff, 0) << "row " << rows[r];
+    } else {
+      EXPECT_LE(max_diff, 12) << "row " << rows[r];
+    }
+  }
+  fs::remove(path);
+}
+
+INSTANTIATE_TEST_SUITE_P(Encodings, StoreTest, ::testing::Values("raw", "jpeg"));
+
+// A failed write (here: the file-size limit, as on a full disk) is an IoError naming the shard.
+// The limit is lifted before the writer is destroyed: HDF5 cannot close a file it cannot flush.
+TEST(Store, WriteFailureNamesShard) {
+  const auto path = (fs::temp_directory_path() / "tessera_store_efbig.h5").string();
+  StoreLayout layout;
+  layout.patch_size = 64;
+  layout.chunk_patches = 4;
+  std::vector<uint8_t> rgb(64 * 64 * 3, 100);
+  struct rlimit saved {};
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &saved), 0);
+  auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  struct rlimit limited = saved;
+  limited.rlim_cur = 256 << 10;
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &limited), 0);
+  std::string message;
+  {
+    ShardWriter writer(path, layout, 0, 1, {});
+    try {
+      for (int i = 0; i < 200; ++i) writer.add(i, 0, 0, 0, 1.0f, rgb.data());
+      writer.close();
+    } catch (const IoError& e) {
+      message = e.what();
+    }
+    setrlimit(RLIMIT_FSIZE, &saved);
+    std::signal(SIGXFSZ, old_handler);
+  }
+  EXPECT_NE(message.find(path), std::string::npos) << message;
+  fs::remove(path);
+}
+
+TEST(Store, CompressionParsing) {
+  EXPECT_EQ(parse_compression("none"), 0);
+  EXPECT_EQ(parse_compression("deflate"), 4);
+  EXPECT_EQ(parse_compression("deflate:9"), 9);
+  EXPECT_THROW(parse_compression("deflate:0"), InvalidInput);
+  EXPECT_THROW(parse_compression("zstd"), InvalidInput);
+}
+
+TEST(Store, JpegRoundTripAndCorruptData) {
+  auto p = random_patch(16, 3);
+  auto jpeg = encode_jpeg(p.data(), 16, 16, 90);
+  std::vector<uint8_t> out(p.size());
+  decode_jpeg(jpeg.data(), jpeg.size(), 16, 16, out.data());
+  EXPECT_THROW(decode_jpeg(jpeg.data(), jpeg.size(), 32, 32, out.data()), IoError);
+  std::vector<uint8_t> junk(100, 7);
+  EXPECT_THROW(decode_jpeg(junk.data(), junk.size(), 16, 16, out.data()), IoError);
+}
+
+TEST(Store, MissingShardNamesFile) {
+  try {
+    ShardReader reader("/nonexistent/rank-00000.h5");
+    FAIL();
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/rank-00000.h5"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace tessera
