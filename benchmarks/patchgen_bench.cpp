@@ -253,7 +253,7 @@ json measure_reference(const Config& config, const SlidePlan& plan, const std::s
                        Comm& comm) {
   const auto total = static_cast<int64_t>(plan.patches.size());
   std::vector<int64_t> mine;
-  const Partition partition({PartitionKind::kBlockCyclic, config.partition_block}, total,
+  const Partition partition(config.partition, total,
                             comm.size());
   for (const auto& run : partition.runs(comm.rank())) {
     for (int64_t i = 0; i < run.count; ++i) mine.push_back(run.first + i);
@@ -383,7 +383,7 @@ int bench_main(const po::variables_map& values, Comm& comm, const json& command)
         {"encoding", config.layout.encoding},
         {"compression", values["compression"].as<std::string>()},
         {"chunk_patches", config.layout.chunk_patches},
-        {"partition_block", config.partition_block},
+        {"partition", config.partition.to_string()},
         {"qc", config.qc},
         {"patchgen_config", config.config_ini},
         {"work", o.work}}},

@@ -16,7 +16,8 @@ void add_options(po::options_description& desc) {
       ("source", po::value<std::string>()->default_value("store"),
        "store: read patchgen's shards; wsi: read the same patches from the slides (coupled baseline)")
       ("store-dtype", po::value<std::string>()->default_value("fp32"), "fp32 or fp16 embeddings on disk")
-      ("overwrite", po::bool_switch(), "replace an existing embed run with another configuration")
+      ("partition", po::value<std::string>()->default_value("cyclic"),
+       "how index rows are split over ranks: cyclic, block-cyclic:B or contiguous")
       ("progress-interval", po::value<double>()->default_value(5.0),
        "seconds between progress reports of rank 0");
   po::options_description model("Model and inference");
@@ -41,7 +42,9 @@ void add_options(po::options_description& desc) {
       ("debug-kill-rank", po::value<int>()->default_value(-1), "rank that kills itself (SIGKILL)")
       ("debug-kill-after", po::value<int64_t>()->default_value(-1),
        "... after embedding this many patches");
-  desc.add(io).add(model).add(debug);
+  desc.add(io).add(model);
+  add_stage_options(desc);
+  desc.add(debug);
 }
 
 ModelSpec model_spec(const Config& config, int device_index) {
@@ -85,7 +88,8 @@ Config config_from(const po::variables_map& v) {
   c.deterministic = v["deterministic"].as<bool>();
   c.source = v["source"].as<std::string>();
   c.store_dtype = v["store-dtype"].as<std::string>();
-  c.overwrite = v["overwrite"].as<bool>();
+  c.stage = stage_options_from(v, slurm_array_environment());
+  c.partition = Partition::Spec::parse(v["partition"].as<std::string>(), "partition");
   c.progress_interval = v["progress-interval"].as<double>();
   c.debug_kill_rank = v["debug-kill-rank"].as<int>();
   c.debug_kill_after = v["debug-kill-after"].as<int64_t>();
@@ -104,7 +108,8 @@ Config config_from(const po::variables_map& v) {
   c.config_ini = effective_config(v);
   // Prefetch changes speed only. The thread count stays in: libtorch's reductions depend on it.
   c.fingerprint_ini = effective_config(
-      v, {"run", "overwrite", "progress-interval", "debug-kill-rank", "debug-kill-after", "prefetch"});
+      v, {"run", "overwrite", "progress-interval", "verify", "file-locking", "debug-kill-rank",
+          "debug-kill-after", "prefetch"});
   return c;
 }
 

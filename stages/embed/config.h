@@ -5,6 +5,8 @@
 #include <string>
 
 #include "common/core/options.h"
+#include "common/stage/partition.h"
+#include "common/stage/stage_options.h"
 #include "stages/embed/model.h"
 
 namespace tessera::embed {
@@ -23,7 +25,8 @@ struct Config {
   bool deterministic = false;     // embed each image on its own (rank-count independent bytes)
   std::string source = "store";   // store | wsi
   std::string store_dtype = "fp32";  // fp32 | fp16 for the rank shards and merged outputs
-  bool overwrite = false;
+  Partition::Spec partition;      // of the index rows over ranks
+  StageOptions stage;             // part/parts, verify, file locking, overwrite
   double progress_interval = 5;
   int debug_kill_rank = -1;
   int64_t debug_kill_after = -1;  // patches embedded before the rank SIGKILLs itself

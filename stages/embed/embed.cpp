@@ -33,7 +33,7 @@ int run(const Config& config, Comm& comm) {
       sha256_hex(config.fingerprint_ini + "model = " + model.fingerprint().dump() +
                  "\npatchgen = " + index.config_fingerprint + "\n");
   StageState state =
-      prepare_stage(comm, "embed", stage_dir, config.config_ini, fingerprint, config.overwrite);
+      prepare_stage(comm, "embed", stage_dir, config.config_ini, fingerprint, config.stage.overwrite);
   if (state.action == StageAction::kComplete) {
     if (comm.rank() == 0) {
       spdlog::info("'{}' is already complete for this configuration; nothing to do", stage_dir);

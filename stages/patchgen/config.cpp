@@ -12,7 +12,6 @@ void add_options(po::options_description& desc) {
       ("manifest", po::value<std::string>()->required(),
        "slide manifest CSV: slide_id,path[,patient_id][,mask_path][,metadata...]")
       ("out", po::value<std::string>()->required(), "run directory (patchgen writes RUN/patchgen)")
-      ("overwrite", po::bool_switch(), "replace an existing patchgen run with another configuration")
       ("fail-fast", po::bool_switch(), "stop at the first failed slide (exit code 3)")
       ("progress-interval", po::value<double>()->default_value(5.0),
        "seconds between progress reports of rank 0");
@@ -47,8 +46,8 @@ void add_options(po::options_description& desc) {
       ("compression", po::value<std::string>()->default_value("none"),
        "none, deflate or deflate:1..9 (encoding raw)")
       ("chunk-patches", po::value<int>()->default_value(64), "patches per HDF5 chunk and write")
-      ("partition-block", po::value<int64_t>()->default_value(1),
-       "block size of the block-cyclic partition of patches over ranks")
+      ("partition", po::value<std::string>()->default_value("cyclic"),
+       "how patches are split over ranks: cyclic, block-cyclic:B or contiguous")
       ("qc", po::value<bool>()->default_value(true), "write a QC PNG per slide");
   po::options_description debug("Fault injection (tests only)");
   debug.add_options()
@@ -57,7 +56,9 @@ void add_options(po::options_description& desc) {
        "... after writing this many patches")
       ("debug-file-size-limit", po::value<int64_t>()->default_value(0),
        "bytes: the rank's shard writes beyond this fail as on a full disk (0: off)");
-  desc.add(io).add(grid).add(tissue).add(store).add(debug);
+  desc.add(io).add(grid).add(tissue).add(store);
+  add_stage_options(desc);
+  desc.add(debug);
 }
 
 namespace {
@@ -77,7 +78,7 @@ Config config_from(const po::variables_map& v) {
   Config c;
   c.manifest = get<std::string>(v, "manifest");
   c.out = get<std::string>(v, "out");
-  c.overwrite = get<bool>(v, "overwrite");
+  c.stage = stage_options_from(v, slurm_array_environment());
   c.fail_fast = get<bool>(v, "fail-fast");
   c.progress_interval = get<double>(v, "progress-interval");
   c.patch_size = get<int>(v, "patch-size");
@@ -100,7 +101,7 @@ Config config_from(const po::variables_map& v) {
   c.layout.jpeg_quality = get<int>(v, "jpeg-quality");
   c.layout.deflate_level = parse_compression(get<std::string>(v, "compression"));
   c.layout.chunk_patches = get<int>(v, "chunk-patches");
-  c.partition_block = get<int64_t>(v, "partition-block");
+  c.partition = Partition::Spec::parse(get<std::string>(v, "partition"), "partition");
   c.qc = get<bool>(v, "qc");
   c.debug_kill_rank = get<int>(v, "debug-kill-rank");
   c.debug_kill_after = get<int64_t>(v, "debug-kill-after");
@@ -130,12 +131,11 @@ Config config_from(const po::variables_map& v) {
           "applies to raw encoding only");
   require(c.layout.chunk_patches >= 1 && c.layout.chunk_patches <= 4096, "chunk-patches",
           "must be 1..4096");
-  require(c.partition_block >= 1, "partition-block", "must be >= 1");
 
   c.config_ini = effective_config(v);
   c.fingerprint_ini = effective_config(
-      v, {"manifest", "out", "overwrite", "fail-fast", "progress-interval", "debug-kill-rank",
-          "debug-kill-after", "debug-file-size-limit"});
+      v, {"manifest", "out", "overwrite", "fail-fast", "progress-interval", "verify",
+          "file-locking", "debug-kill-rank", "debug-kill-after", "debug-file-size-limit"});
   return c;
 }
 

@@ -6,6 +6,8 @@
 #include <string>
 
 #include "common/core/options.h"
+#include "common/stage/partition.h"
+#include "common/stage/stage_options.h"
 #include "common/store/store.h"
 #include "stages/patchgen/tissue.h"
 
@@ -21,10 +23,10 @@ struct Config {
   double default_mpp = 0;        // 0: none; slides without resolution fail
   double min_tissue = 0.25;
   TissueParams tissue;
-  int64_t partition_block = 1;
+  Partition::Spec partition;     // of the global patch list over ranks; cyclic by default
   StoreLayout layout;
   bool qc = true;
-  bool overwrite = false;
+  StageOptions stage;            // part/parts, verify, file locking, overwrite
   bool fail_fast = false;
   double progress_interval = 5;
   int debug_kill_rank = -1;      // fault injection for tests: this rank SIGKILLs itself ...

@@ -23,7 +23,7 @@ TEST(PatchgenConfig, Defaults) {
   EXPECT_DOUBLE_EQ(c.min_tissue, 0.25);
   EXPECT_EQ(c.layout.encoding, "raw");
   EXPECT_EQ(c.tissue.threshold, -1);
-  EXPECT_EQ(c.partition_block, 1);
+  EXPECT_EQ(c.partition.to_string(), "cyclic");
 }
 
 TEST(PatchgenConfig, BadValuesNameTheOption) {
@@ -35,7 +35,7 @@ TEST(PatchgenConfig, BadValuesNameTheOption) {
            {{"--compression", "lz4"}, "compression"},
            {{"--encoding", "jpeg", "--compression", "deflate"}, "compression"},
            {{"--min-tissue", "1.5"}, "min-tissue"},
-           {{"--partition-block", "0"}, "partition-block"}}) {
+           {{"--partition", "block-cyclic:0"}, "partition"}}) {
     try {
       parse(args);
       FAIL() << option;

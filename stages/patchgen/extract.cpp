@@ -75,7 +75,7 @@ ExtractStats extract_rank(const Manifest& manifest, const std::vector<SlidePlan>
   PatchOrder order(plans);
   const int64_t total = order.total();
   ExtractStats stats;
-  const Partition partition({PartitionKind::kBlockCyclic, config.partition_block}, total,
+  const Partition partition(config.partition, total,
                             world_size);
   stats.planned = partition.count(rank);
 

@@ -69,7 +69,7 @@ int run(const Config& config, Comm& comm) {
   const std::string fingerprint =
       sha256_hex(config.fingerprint_ini + "manifest_sha256 = " + sha256_file(config.manifest) + "\n");
   StageState state =
-      prepare_stage(comm, "patchgen", stage_dir, config.config_ini, fingerprint, config.overwrite);
+      prepare_stage(comm, "patchgen", stage_dir, config.config_ini, fingerprint, config.stage.overwrite);
   if (state.action == StageAction::kComplete) {
     auto summary = read_json_file((fs::path(stage_dir) / "_SUCCESS").string());
     int code = summary ? summary->value("exit_code", 0) : 0;

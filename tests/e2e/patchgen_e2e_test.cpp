@@ -84,7 +84,7 @@ TEST(PatchgenE2E, IndexLayoutAndPixelsMatchOpenSlide) {
   TempDir tmp("pg_layout");
   const std::string out = tmp / "run";
   std::string log;
-  ASSERT_EQ(run_command(patchgen(2, manifest(), out, "--partition-block 5"), &log), 0) << log;
+  ASSERT_EQ(run_command(patchgen(2, manifest(), out, "--partition block-cyclic:5"), &log), 0) << log;
   h5::File index = h5::File::open(out + "/patchgen/index.h5", h5::Mode::kRead);
   auto ids = index.open_dataset("patch_id").read_all<int64_t>();
   auto slide = index.open_dataset("slide").read_all<int32_t>();

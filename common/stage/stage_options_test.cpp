@@ -1,0 +1,55 @@
+#include "common/stage/stage_options.h"
+
+#include <gtest/gtest.h>
+
+#include "common/core/error.h"
+
+namespace tessera {
+namespace {
+
+StageOptions parse(const std::vector<std::string>& args,
+                   const std::map<std::string, std::string>& env = {}) {
+  po::options_description desc;
+  add_common_options(desc);
+  add_stage_options(desc);
+  return stage_options_from(parse_options(desc, args).values, env);
+}
+
+TEST(StageOptions, DefaultsAreOnePartCheapVerifyAndLocking) {
+  StageOptions o = parse({});
+  EXPECT_EQ(o.part, 0);
+  EXPECT_EQ(o.parts, 1);
+  EXPECT_EQ(o.verify, VerifyLevel::kCheap);
+  EXPECT_TRUE(o.file_locking);
+  EXPECT_FALSE(o.overwrite);
+}
+
+TEST(StageOptions, PartsComeFromASlurmArrayUnlessGiven) {
+  const std::map<std::string, std::string> env = {{"SLURM_ARRAY_TASK_ID", "5"},
+                                                  {"SLURM_ARRAY_TASK_MIN", "3"},
+                                                  {"SLURM_ARRAY_TASK_MAX", "6"},
+                                                  {"SLURM_ARRAY_TASK_COUNT", "4"}};
+  StageOptions o = parse({}, env);
+  EXPECT_EQ(o.part, 2);
+  EXPECT_EQ(o.parts, 4);
+  o = parse({"--part", "1", "--parts", "2"}, env);
+  EXPECT_EQ(o.part, 1);
+  EXPECT_EQ(o.parts, 2);
+}
+
+TEST(StageOptions, BadPartsAndArraysAreRefused) {
+  EXPECT_THROW(parse({"--part", "2", "--parts", "2"}), InvalidInput);
+  EXPECT_THROW(parse({"--parts", "0"}), InvalidInput);
+  EXPECT_THROW(parse({"--part", "-1"}), InvalidInput);
+  EXPECT_THROW(parse({"--verify", "some"}), InvalidInput);
+  // --array=0-6:2 has 4 tasks over a span of 7.
+  EXPECT_THROW(parse({}, {{"SLURM_ARRAY_TASK_ID", "2"},
+                          {"SLURM_ARRAY_TASK_MIN", "0"},
+                          {"SLURM_ARRAY_TASK_MAX", "6"},
+                          {"SLURM_ARRAY_TASK_COUNT", "4"}}),
+               InvalidInput);
+  EXPECT_THROW(parse({}, {{"SLURM_ARRAY_TASK_ID", "x"}}), InvalidInput);
+}
+
+}  // namespace
+}  // namespace tessera
