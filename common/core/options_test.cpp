@@ -4,8 +4,10 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "common/core/error.h"
+#include "common/core/version.h"
 
 namespace tessera {
 namespace {
@@ -64,21 +66,109 @@ TEST(Options, BadValuesUnknownOptionsAndMissingRequired) {
 TEST(Options, HelpSkipsRequiredAndListsDefaults) {
   auto desc = test_options();
   EXPECT_TRUE(parse_options(desc, {"--help"}).help);
+  EXPECT_TRUE(parse_options(desc, {"--help-all"}).help_all);
+  EXPECT_TRUE(parse_options(desc, {"--version", "--config", "/nonexistent/x.ini"}).version);
   auto text = help_text("prog [options]", desc);
   EXPECT_NE(text.find("--size"), std::string::npos);
   EXPECT_NE(text.find("224"), std::string::npos);
 }
 
-TEST(Options, EffectiveConfigRoundTrips) {
-  auto desc = test_options();
-  auto first = parse_options(desc, {"--name", "x", "--mpp", "0.123456789", "--fail-fast"});
-  std::string ini = effective_config(first.values);
-  EXPECT_NE(ini.find("mpp = 0.123456789\n"), std::string::npos) << ini;
-  EXPECT_EQ(ini.find("log-level"), std::string::npos) << "common options are not configuration";
-  auto path = write_temp("tessera_options_roundtrip.ini", ini);
-  auto second = parse_options(desc, {"--config", path});
-  EXPECT_EQ(effective_config(second.values), ini);
-  EXPECT_EQ(effective_config(first.values, {"mpp"}).find("mpp"), std::string::npos);
+TEST(Options, VersionTextNamesProgramVersionAndRevision) {
+  EXPECT_EQ(version_text("patchgen"),
+            fmt::format("patchgen {} (git {})\n", version(), git_revision()));
+}
+
+OptionTable test_table() {
+  OptionTable table;
+  table.group("io")
+      ("out", OptionKind::kRunControl, po::value<std::string>()->required(), "output")
+      ("size", OptionKind::kResult, po::value<int>()->default_value(224), "patch size");
+  table.group("Fault injection")
+      ("debug-kill", OptionKind::kDebug, po::value<int>()->default_value(-1), "kill a rank");
+  table.group("io")("mpp", OptionKind::kResult, po::value<double>()->default_value(0.5), "mpp");
+  po::options_description common("General");
+  add_common_options(common);
+  table.add(common, OptionKind::kRunControl);
+  return table;
+}
+
+std::string to_text(const po::options_description& desc) {
+  std::ostringstream out;
+  out << desc;
+  return out.str();
+}
+
+TEST(OptionTable, KindsAndHelpVisibility) {
+  const OptionTable table = test_table();
+  EXPECT_EQ(table.kind("size"), OptionKind::kResult);
+  EXPECT_EQ(table.kind("out"), OptionKind::kRunControl);
+  EXPECT_EQ(table.kind("debug-kill"), OptionKind::kDebug);
+  EXPECT_EQ(table.kind("log-level"), OptionKind::kRunControl);
+  EXPECT_THROW(table.kind("nope"), Error);
+  EXPECT_EQ(table.names().size(), 9u);
+
+  const std::string help = to_text(table.help_description(false));
+  const std::string all = to_text(table.help_description(true));
+  EXPECT_EQ(help.find("debug-kill"), std::string::npos) << help;
+  EXPECT_EQ(help.find("Fault injection"), std::string::npos) << "a group of debug options only is hidden";
+  EXPECT_NE(help.find("--mpp"), std::string::npos) << help;
+  EXPECT_NE(help.find("--help-all"), std::string::npos) << help;
+  EXPECT_NE(all.find("--debug-kill"), std::string::npos) << all;
+  EXPECT_NE(all.find("Fault injection"), std::string::npos) << all;
+
+  // Debug options are hidden from --help but still parse.
+  auto parsed = parse_options(table.description(), {"--out", "o", "--debug-kill", "2"});
+  EXPECT_EQ(parsed.values["debug-kill"].as<int>(), 2);
+}
+
+TEST(OptionTable, RefusesDuplicatesAndOptionsWithoutKind) {
+  OptionTable table = test_table();
+  EXPECT_THROW(table.group("x")("size", OptionKind::kResult, po::value<int>(), "again"), Error);
+  po::options_description other;
+  other.add_options()("a", po::value<int>(), "a")("b", po::value<int>(), "b");
+  EXPECT_THROW(table.add(other, {{"a", OptionKind::kResult}}), Error);
+  EXPECT_THROW(table.add(other, {{"a", OptionKind::kResult}, {"b", OptionKind::kDebug}}), Error);
+  table.add(other, {{"a", OptionKind::kResult}, {"b", OptionKind::kRunControl}});
+  EXPECT_EQ(table.kind("b"), OptionKind::kRunControl);
+}
+
+TEST(OptionTable, IniTextFollowsKinds) {
+  const OptionTable table = test_table();
+  const std::map<std::string, std::string> values = {
+      {"size", "256"}, {"out", "run dir"}, {"mpp", "0.25"}, {"debug-kill", "3"}};
+  EXPECT_EQ(table.config_ini(values), "mpp = 0.25\nout = run dir\nsize = 256\n");
+  EXPECT_EQ(table.fingerprint_ini(values), "mpp = 0.25\nsize = 256\n");
+  EXPECT_THROW(table.config_ini({{"unknown", "1"}}), Error);
+  for (const std::string bad : {"a#b", "two\nlines", " lead", "trail "}) {
+    try {
+      table.config_ini({{"out", bad}});
+      FAIL() << bad;
+    } catch (const InvalidInput& e) {
+      EXPECT_NE(std::string(e.what()).find("--out"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(OptionTable, ConfigIniRoundTripsThroughConfigFile) {
+  const OptionTable table = test_table();
+  const std::map<std::string, std::string> values = {
+      {"size", ini_value(512)}, {"out", ""}, {"mpp", ini_value(0.1 + 0.2)}};
+  const std::string ini = table.config_ini(values);
+  EXPECT_NE(ini.find("mpp = 0.30000000000000004\n"), std::string::npos) << ini;
+  auto parsed = parse_options(table.description(),
+                              {"--config", write_temp("tessera_options_table.ini", ini)});
+  EXPECT_EQ(parsed.values["size"].as<int>(), 512);
+  EXPECT_EQ(parsed.values["mpp"].as<double>(), 0.1 + 0.2);
+  EXPECT_EQ(parsed.values["out"].as<std::string>(), "");
+}
+
+TEST(Options, IniValueRendersTypes) {
+  EXPECT_EQ(ini_value(true), "true");
+  EXPECT_EQ(ini_value(false), "false");
+  EXPECT_EQ(ini_value(int64_t{-7}), "-7");
+  EXPECT_EQ(ini_value(uint64_t{18446744073709551615ull}), "18446744073709551615");
+  EXPECT_EQ(ini_value(5.0), "5");
+  EXPECT_EQ(ini_value(std::string("x y")), "x y");
 }
 
 }  // namespace

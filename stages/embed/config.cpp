@@ -1,51 +1,68 @@
 #include "stages/embed/config.h"
 
+#include <cmath>
 #include <filesystem>
+#include <map>
 
 #include "common/core/error.h"
 #include "common/core/fs.h"
 
 namespace tessera::embed {
 
-void add_options(po::options_description& desc) {
-  po::options_description io("Input and output");
-  io.add_options()
-      ("run", po::value<std::string>()->required(), "run directory with a completed patchgen stage")
-      ("tag", po::value<std::string>()->default_value(""),
+namespace {
+
+constexpr OptionKind kResult = OptionKind::kResult;
+constexpr OptionKind kRunControl = OptionKind::kRunControl;
+constexpr OptionKind kDebug = OptionKind::kDebug;
+
+}  // namespace
+
+OptionTable option_table() {
+  OptionTable t;
+  t.group("Input and output")
+      ("run", kRunControl, po::value<std::string>()->required(),
+       "run directory with a completed patchgen stage")
+      ("tag", kResult, po::value<std::string>()->default_value(""),
        "output folder RUN/embed/<tag> (default: the model name)")
-      ("source", po::value<std::string>()->default_value("store"),
+      ("source", kResult, po::value<std::string>()->default_value("store"),
        "store: read patchgen's shards; wsi: read the same patches from the slides (coupled baseline)")
-      ("store-dtype", po::value<std::string>()->default_value("fp32"), "fp32 or fp16 embeddings on disk")
-      ("partition", po::value<std::string>()->default_value("cyclic"),
+      ("store-dtype", kResult, po::value<std::string>()->default_value("fp32"),
+       "fp32 or fp16 embeddings on disk")
+      ("partition", kResult, po::value<std::string>()->default_value("cyclic"),
        "how index rows are split over ranks: cyclic, block-cyclic:B or contiguous")
-      ("progress-interval", po::value<double>()->default_value(5.0),
-       "seconds between progress reports of rank 0");
-  po::options_description model("Model and inference");
-  model.add_options()
-      ("model", po::value<std::string>()->required(),
+      ("progress-interval", kRunControl, po::value<double>()->default_value(5.0),
+       "seconds between progress reports of rank 0 (>= 0)");
+  t.group("Model and inference")
+      ("model", kResult, po::value<std::string>()->required(),
        "built-in (vit-tiny, vit-s16, vit-b16, vit-l16, vit-h14, vit-g14, resnet50-trunc) or a "
        "TorchScript file")
-      ("preset", po::value<std::string>()->default_value(""),
+      ("preset", kResult, po::value<std::string>()->default_value(""),
        "preset file (default: next to a TorchScript model; built-ins carry their own)")
-      ("seed", po::value<uint64_t>()->default_value(0), "weight seed of built-in models")
-      ("device", po::value<std::string>()->default_value("cpu"),
+      ("seed", kResult, po::value<uint64_t>()->default_value(0), "weight seed of built-in models")
+      ("device", kResult, po::value<std::string>()->default_value("cpu"),
        "cpu, cuda (GPU local_rank mod count) or auto")
-      ("precision", po::value<std::string>()->default_value("fp32"), "fp32, bf16 or fp16")
-      ("torch-threads", po::value<int>()->default_value(0), "libtorch intra-op threads (0: all cores)")
-      ("batch-size", po::value<int>()->default_value(32), "patches per forward pass")
-      ("prefetch", po::value<int>()->default_value(2), "batches read and prepared ahead")
-      ("deterministic", po::bool_switch(),
+      ("precision", kResult, po::value<std::string>()->default_value("fp32"), "fp32, bf16 or fp16")
+      ("torch-threads", kResult, po::value<int>()->default_value(0),
+       "libtorch intra-op threads (0: all cores)")
+      ("batch-size", kResult, po::value<int>()->default_value(32), "patches per forward pass")
+      ("prefetch", kRunControl, po::value<int>()->default_value(2),
+       "batches read and prepared ahead")
+      ("deterministic", kResult, po::bool_switch(),
        "run each image through the model on its own: embeddings then do not depend on batch "
        "companions, so outputs are byte-identical for any number of ranks (slower)");
-  po::options_description debug("Fault injection (tests only)");
-  debug.add_options()
-      ("debug-kill-rank", po::value<int>()->default_value(-1), "rank that kills itself (SIGKILL)")
-      ("debug-kill-after", po::value<int64_t>()->default_value(-1),
+  po::options_description stage;
+  add_stage_options(stage);
+  t.add(stage, {{"part", kResult}, {"parts", kResult}, {"verify", kRunControl},
+                {"file-locking", kRunControl}, {"overwrite", kRunControl}});
+  t.group("Fault injection (tests only)")
+      ("debug-kill-rank", kDebug, po::value<int>()->default_value(-1),
+       "rank that kills itself (SIGKILL)")
+      ("debug-kill-after", kDebug, po::value<int64_t>()->default_value(-1),
        "... after embedding this many patches");
-  desc.add(io).add(model);
-  add_stage_options(desc);
-  desc.add(debug);
+  return t;
 }
+
+void add_options(po::options_description& desc) { desc.add(option_table().description()); }
 
 ModelSpec model_spec(const Config& config, int device_index) {
   ModelSpec spec;
@@ -69,6 +86,34 @@ namespace {
 
 void require(bool ok, const char* option, const std::string& why) {
   if (!ok) fail<InvalidInput>("invalid --{}: {}", option, why);
+}
+
+// Every option's canonical value, from the validated Config.
+std::map<std::string, std::string> option_values(const Config& c) {
+  return {
+      {"run", c.run},
+      {"tag", c.tag},
+      {"source", c.source},
+      {"store-dtype", c.store_dtype},
+      {"partition", c.partition.to_string()},
+      {"progress-interval", ini_value(c.progress_interval)},
+      {"model", c.model},
+      {"preset", c.preset},
+      {"seed", ini_value(c.seed)},
+      {"device", c.device},
+      {"precision", c.precision},
+      {"torch-threads", ini_value(c.torch_threads)},
+      {"batch-size", ini_value(c.batch_size)},
+      {"prefetch", ini_value(c.prefetch)},
+      {"deterministic", ini_value(c.deterministic)},
+      {"part", ini_value(c.stage.part)},
+      {"parts", ini_value(c.stage.parts)},
+      {"verify", to_string(c.stage.verify)},
+      {"file-locking", ini_value(c.stage.file_locking)},
+      {"overwrite", ini_value(c.stage.overwrite)},
+      {"debug-kill-rank", ini_value(c.debug_kill_rank)},
+      {"debug-kill-after", ini_value(c.debug_kill_after)},
+  };
 }
 
 }  // namespace
@@ -103,13 +148,14 @@ Config config_from(const po::variables_map& v) {
   require(c.torch_threads >= 0 && c.torch_threads <= 1024, "torch-threads", "must be 0..1024");
   require(c.batch_size >= 1 && c.batch_size <= 65536, "batch-size", "must be 1..65536");
   require(c.prefetch >= 1 && c.prefetch <= 64, "prefetch", "must be 1..64");
+  require(std::isfinite(c.progress_interval) && c.progress_interval >= 0, "progress-interval",
+          "must be >= 0 seconds");
   require(c.source == "store" || c.source == "wsi", "source", "expected store or wsi");
   require(c.store_dtype == "fp32" || c.store_dtype == "fp16", "store-dtype", "expected fp32 or fp16");
-  c.config_ini = effective_config(v);
-  // Prefetch changes speed only. The thread count stays in: libtorch's reductions depend on it.
-  c.fingerprint_ini = effective_config(
-      v, {"run", "overwrite", "progress-interval", "verify", "file-locking", "debug-kill-rank",
-          "debug-kill-after", "prefetch"});
+  const OptionTable table = option_table();
+  const auto values = option_values(c);
+  c.config_ini = table.config_ini(values);
+  c.fingerprint_ini = table.fingerprint_ini(values);
   return c;
 }
 

@@ -30,10 +30,19 @@ struct Config {
   double progress_interval = 5;
   int debug_kill_rank = -1;
   int64_t debug_kill_after = -1;  // patches embedded before the rank SIGKILLs itself
-  std::string config_ini;
-  std::string fingerprint_ini;
+  // Rendered from the validated fields above (tag after defaulting to the model name, partition
+  // and verify in their canonical spelling).
+  std::string config_ini;         // kResult and kRunControl options: feeding it back through
+                                  // --config reproduces this Config
+  std::string fingerprint_ini;    // kResult options only: what the outputs depend on
 };
 
+// Every embed option with its default, help and kind (result-affecting, run control or debug).
+// torch-threads, batch-size and device are result-affecting: they can change float rounding.
+OptionTable option_table();
+
+// Adds option_table()'s options to `desc` (for drivers that parse embed's options along with
+// their own).
 void add_options(po::options_description& desc);
 
 // Throws InvalidInput naming the option for out-of-range values.

@@ -1,65 +1,86 @@
 #include "stages/patchgen/config.h"
 
 #include <cmath>
+#include <map>
 
 #include "common/core/error.h"
 
 namespace tessera::patchgen {
 
-void add_options(po::options_description& desc) {
-  po::options_description io("Input and output");
-  io.add_options()
-      ("manifest", po::value<std::string>()->required(),
-       "slide manifest CSV: slide_id,path[,patient_id][,mask_path][,metadata...]")
-      ("out", po::value<std::string>()->required(), "run directory (patchgen writes RUN/patchgen)")
-      ("fail-fast", po::bool_switch(), "stop at the first failed slide (exit code 3)")
-      ("progress-interval", po::value<double>()->default_value(5.0),
-       "seconds between progress reports of rank 0");
-  po::options_description grid("Patch grid");
-  grid.add_options()
-      ("patch-size", po::value<int>()->default_value(224), "patch side in pixels at the target resolution")
-      ("stride", po::value<int>()->default_value(0), "grid step in target pixels (0: patch size)")
-      ("mpp", po::value<double>()->default_value(0.5), "target resolution in micrometres per pixel")
-      ("mpp-tolerance", po::value<double>()->default_value(0.1),
+namespace {
+
+constexpr OptionKind kResult = OptionKind::kResult;
+constexpr OptionKind kRunControl = OptionKind::kRunControl;
+constexpr OptionKind kDebug = OptionKind::kDebug;
+
+}  // namespace
+
+OptionTable option_table() {
+  OptionTable t;
+  t.group("Input and output")
+      ("manifest", kRunControl, po::value<std::string>()->required(),
+       "slide manifest CSV: slide_id,path[,patient_id][,mask_path][,metadata...] (its content, not "
+       "its path, is fingerprinted)")
+      ("out", kRunControl, po::value<std::string>()->required(),
+       "run directory (patchgen writes RUN/patchgen)")
+      ("fail-fast", kRunControl, po::bool_switch(), "stop at the first failed slide (exit code 3)")
+      ("progress-interval", kRunControl, po::value<double>()->default_value(5.0),
+       "seconds between progress reports of rank 0 (>= 0)");
+  t.group("Patch grid")
+      ("patch-size", kResult, po::value<int>()->default_value(224),
+       "patch side in pixels at the target resolution")
+      ("stride", kResult, po::value<int>()->default_value(0), "grid step in target pixels (0: patch size)")
+      ("mpp", kResult, po::value<double>()->default_value(0.5),
+       "target resolution in micrometres per pixel")
+      ("mpp-tolerance", kResult, po::value<double>()->default_value(0.1),
        "relative tolerance within which a pyramid level counts as the target resolution")
-      ("default-mpp", po::value<double>()->default_value(0.0),
+      ("default-mpp", kResult, po::value<double>()->default_value(0.0),
        "level-0 mpp for slides without resolution metadata (0: such slides fail)")
-      ("min-tissue", po::value<double>()->default_value(0.25),
+      ("min-tissue", kResult, po::value<double>()->default_value(0.25),
        "minimum tissue fraction under a patch for it to be kept");
-  po::options_description tissue("Tissue detection (CLAM-like; ignored for slides with mask_path)");
-  tissue.add_options()
-      ("seg-downsample", po::value<double>()->default_value(32.0),
+  t.group("Tissue detection (CLAM-like; ignored for slides with mask_path)")
+      ("seg-downsample", kResult, po::value<double>()->default_value(32.0),
        "detect on the pyramid level nearest this downsample")
-      ("median-blur", po::value<int>()->default_value(7), "median filter size on saturation (odd)")
-      ("threshold", po::value<int>()->default_value(-1), "saturation threshold 0..255, -1: Otsu")
-      ("min-saturation", po::value<int>()->default_value(15), "lower bound of the Otsu threshold")
-      ("close-kernel", po::value<int>()->default_value(4), "morphological closing size, 0: off")
-      ("fill-holes", po::value<bool>()->default_value(true), "fill holes inside tissue")
-      ("min-area-um2", po::value<double>()->default_value(10000.0),
+      ("median-blur", kResult, po::value<int>()->default_value(7),
+       "median filter size on saturation (odd)")
+      ("threshold", kResult, po::value<int>()->default_value(-1),
+       "saturation threshold 0..255, -1: Otsu")
+      ("min-saturation", kResult, po::value<int>()->default_value(15),
+       "lower bound of the Otsu threshold")
+      ("close-kernel", kResult, po::value<int>()->default_value(4),
+       "morphological closing size, 0: off")
+      ("fill-holes", kResult, po::value<bool>()->default_value(true), "fill holes inside tissue")
+      ("min-area-um2", kResult, po::value<double>()->default_value(10000.0),
        "drop tissue components smaller than this (level-0 square micrometres)")
-      ("min-hole-area-um2", po::value<double>()->default_value(50000.0),
+      ("min-hole-area-um2", kResult, po::value<double>()->default_value(50000.0),
        "keep holes larger than this as holes (0: fill all)");
-  po::options_description store("Patch store");
-  store.add_options()
-      ("encoding", po::value<std::string>()->default_value("raw"), "raw (uint8 pixels) or jpeg")
-      ("jpeg-quality", po::value<int>()->default_value(90), "JPEG quality 1..100 (encoding jpeg)")
-      ("compression", po::value<std::string>()->default_value("none"),
-       "none, deflate or deflate:1..9 (encoding raw)")
-      ("chunk-patches", po::value<int>()->default_value(64), "patches per HDF5 chunk and write")
-      ("partition", po::value<std::string>()->default_value("cyclic"),
+  t.group("Patch store")
+      ("encoding", kResult, po::value<std::string>()->default_value("raw"),
+       "raw (uint8 pixels) or jpeg")
+      ("jpeg-quality", kResult, po::value<int>()->default_value(90),
+       "JPEG quality 1..100 (encoding jpeg)")
+      ("compression", kResult, po::value<std::string>()->default_value("none"),
+       "none, deflate (level 4) or deflate:1..9 (encoding raw)")
+      ("chunk-patches", kResult, po::value<int>()->default_value(64),
+       "patches per HDF5 chunk and write")
+      ("partition", kResult, po::value<std::string>()->default_value("cyclic"),
        "how patches are split over ranks: cyclic, block-cyclic:B or contiguous")
-      ("qc", po::value<bool>()->default_value(true), "write a QC PNG per slide");
-  po::options_description debug("Fault injection (tests only)");
-  debug.add_options()
-      ("debug-kill-rank", po::value<int>()->default_value(-1), "rank that kills itself (SIGKILL)")
-      ("debug-kill-after", po::value<int64_t>()->default_value(-1),
+      ("qc", kResult, po::value<bool>()->default_value(true), "write a QC PNG per slide");
+  po::options_description stage;
+  add_stage_options(stage);
+  t.add(stage, {{"part", kResult}, {"parts", kResult}, {"verify", kRunControl},
+                {"file-locking", kRunControl}, {"overwrite", kRunControl}});
+  t.group("Fault injection (tests only)")
+      ("debug-kill-rank", kDebug, po::value<int>()->default_value(-1),
+       "rank that kills itself (SIGKILL)")
+      ("debug-kill-after", kDebug, po::value<int64_t>()->default_value(-1),
        "... after writing this many patches")
-      ("debug-file-size-limit", po::value<int64_t>()->default_value(0),
+      ("debug-file-size-limit", kDebug, po::value<int64_t>()->default_value(0),
        "bytes: the rank's shard writes beyond this fail as on a full disk (0: off)");
-  desc.add(io).add(grid).add(tissue).add(store);
-  add_stage_options(desc);
-  desc.add(debug);
+  return t;
 }
+
+void add_options(po::options_description& desc) { desc.add(option_table().description()); }
 
 namespace {
 
@@ -70,6 +91,48 @@ T get(const po::variables_map& v, const char* name) {
 
 void require(bool ok, const char* option, const std::string& why) {
   if (!ok) fail<InvalidInput>("invalid --{}: {}", option, why);
+}
+
+std::string compression_text(int deflate_level) {
+  return deflate_level == 0 ? "none" : fmt::format("deflate:{}", deflate_level);
+}
+
+// Every option's canonical value, from the validated Config.
+std::map<std::string, std::string> option_values(const Config& c) {
+  return {
+      {"manifest", c.manifest},
+      {"out", c.out},
+      {"fail-fast", ini_value(c.fail_fast)},
+      {"progress-interval", ini_value(c.progress_interval)},
+      {"patch-size", ini_value(c.patch_size)},
+      {"stride", ini_value(c.stride)},
+      {"mpp", ini_value(c.mpp)},
+      {"mpp-tolerance", ini_value(c.mpp_tolerance)},
+      {"default-mpp", ini_value(c.default_mpp)},
+      {"min-tissue", ini_value(c.min_tissue)},
+      {"seg-downsample", ini_value(c.tissue.seg_downsample)},
+      {"median-blur", ini_value(c.tissue.median_blur)},
+      {"threshold", ini_value(c.tissue.threshold)},
+      {"min-saturation", ini_value(c.tissue.min_saturation)},
+      {"close-kernel", ini_value(c.tissue.close_kernel)},
+      {"fill-holes", ini_value(c.tissue.fill_holes)},
+      {"min-area-um2", ini_value(c.tissue.min_area_um2)},
+      {"min-hole-area-um2", ini_value(c.tissue.min_hole_area_um2)},
+      {"encoding", c.layout.encoding},
+      {"jpeg-quality", ini_value(c.layout.jpeg_quality)},
+      {"compression", compression_text(c.layout.deflate_level)},
+      {"chunk-patches", ini_value(c.layout.chunk_patches)},
+      {"partition", c.partition.to_string()},
+      {"qc", ini_value(c.qc)},
+      {"part", ini_value(c.stage.part)},
+      {"parts", ini_value(c.stage.parts)},
+      {"verify", to_string(c.stage.verify)},
+      {"file-locking", ini_value(c.stage.file_locking)},
+      {"overwrite", ini_value(c.stage.overwrite)},
+      {"debug-kill-rank", ini_value(c.debug_kill_rank)},
+      {"debug-kill-after", ini_value(c.debug_kill_after)},
+      {"debug-file-size-limit", ini_value(c.debug_file_size_limit)},
+  };
 }
 
 }  // namespace
@@ -110,9 +173,11 @@ Config config_from(const po::variables_map& v) {
   require(c.patch_size >= 8 && c.patch_size <= 4096, "patch-size", "must be in 8..4096");
   require(c.stride >= 0 && c.stride <= 65536, "stride", "must be in 0..65536 (0: patch size)");
   if (c.stride == 0) c.stride = c.patch_size;
+  require(std::isfinite(c.progress_interval) && c.progress_interval >= 0, "progress-interval",
+          "must be >= 0 seconds");
   require(std::isfinite(c.mpp) && c.mpp > 0, "mpp", "must be positive");
   require(c.mpp_tolerance >= 0 && c.mpp_tolerance < 1, "mpp-tolerance", "must be in [0, 1)");
-  require(c.default_mpp >= 0, "default-mpp", "must be >= 0");
+  require(std::isfinite(c.default_mpp) && c.default_mpp >= 0, "default-mpp", "must be >= 0");
   require(c.min_tissue >= 0 && c.min_tissue <= 1, "min-tissue", "must be in [0, 1]");
   require(c.tissue.seg_downsample >= 1, "seg-downsample", "must be >= 1");
   require(c.tissue.median_blur >= 1 && c.tissue.median_blur % 2 == 1, "median-blur",
@@ -121,8 +186,11 @@ Config config_from(const po::variables_map& v) {
   require(c.tissue.min_saturation >= 0 && c.tissue.min_saturation <= 255, "min-saturation",
           "must be 0..255");
   require(c.tissue.close_kernel >= 0, "close-kernel", "must be >= 0");
-  require(c.tissue.min_area_um2 >= 0, "min-area-um2", "must be >= 0");
-  require(c.tissue.min_hole_area_um2 >= 0, "min-hole-area-um2", "must be >= 0");
+  require(std::isfinite(c.tissue.seg_downsample), "seg-downsample", "must be finite");
+  require(std::isfinite(c.tissue.min_area_um2) && c.tissue.min_area_um2 >= 0, "min-area-um2",
+          "must be >= 0");
+  require(std::isfinite(c.tissue.min_hole_area_um2) && c.tissue.min_hole_area_um2 >= 0,
+          "min-hole-area-um2", "must be >= 0");
   require(c.layout.encoding == "raw" || c.layout.encoding == "jpeg", "encoding",
           "expected raw or jpeg");
   require(c.layout.jpeg_quality >= 1 && c.layout.jpeg_quality <= 100, "jpeg-quality",
@@ -132,10 +200,10 @@ Config config_from(const po::variables_map& v) {
   require(c.layout.chunk_patches >= 1 && c.layout.chunk_patches <= 4096, "chunk-patches",
           "must be 1..4096");
 
-  c.config_ini = effective_config(v);
-  c.fingerprint_ini = effective_config(
-      v, {"manifest", "out", "overwrite", "fail-fast", "progress-interval", "verify",
-          "file-locking", "debug-kill-rank", "debug-kill-after", "debug-file-size-limit"});
+  const OptionTable table = option_table();
+  const auto values = option_values(c);
+  c.config_ini = table.config_ini(values);
+  c.fingerprint_ini = table.fingerprint_ini(values);
   return c;
 }
 

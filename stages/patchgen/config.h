@@ -32,16 +32,22 @@ struct Config {
   int debug_kill_rank = -1;      // fault injection for tests: this rank SIGKILLs itself ...
   int64_t debug_kill_after = -1; // ... after writing this many patches
   int64_t debug_file_size_limit = 0;  // > 0: RLIMIT_FSIZE for extraction (a full disk)
-  // The effective configuration (INI text) and what the outputs depend on.
-  std::string config_ini;
-  std::string fingerprint_ini;   // config_ini minus run-control options
+  // Rendered from the validated fields above, so equivalent spellings (--stride 0 and
+  // --stride 224, --compression deflate and deflate:4) give the same text.
+  std::string config_ini;        // kResult and kRunControl options: feeding it back through
+                                 // --config reproduces this Config
+  std::string fingerprint_ini;   // kResult options only: what the outputs depend on
 };
 
-// Adds every patchgen option (with defaults and help) to `desc`.
+// Every patchgen option with its default, help and kind (result-affecting, run control or debug).
+OptionTable option_table();
+
+// Adds option_table()'s options to `desc` (for drivers that parse patchgen's options along with
+// their own).
 void add_options(po::options_description& desc);
 
 // Builds a Config from parsed options. Throws InvalidInput naming the option for values out of
-// range (patch size, stride, mpp, tissue parameters, encoding, compression).
+// range (patch size, stride, mpp, tissue parameters, encoding, compression, progress interval).
 Config config_from(const po::variables_map& values);
 
 // The usage line for --help.
