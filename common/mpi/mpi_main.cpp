@@ -2,6 +2,7 @@
 
 #include "common/mpi/mpi_comm.h"
 
+#include <filesystem>
 #include <iostream>
 
 #include <spdlog/spdlog.h>
@@ -12,9 +13,25 @@
 
 namespace tessera {
 
+namespace {
+
+const char* thread_level_name(int level) {
+  switch (level) {
+    case MPI_THREAD_SINGLE: return "MPI_THREAD_SINGLE";
+    case MPI_THREAD_FUNNELED: return "MPI_THREAD_FUNNELED";
+    case MPI_THREAD_SERIALIZED: return "MPI_THREAD_SERIALIZED";
+    case MPI_THREAD_MULTIPLE: return "MPI_THREAD_MULTIPLE";
+    default: return "an unknown thread level";
+  }
+}
+
+// What the options ask of the process once every rank has parsed them.
+enum class Request { kRun, kHelp, kHelpAll, kVersion };
+
+}  // namespace
+
 MpiSession::MpiSession(int* argc, char*** argv) {
-  int provided = 0;
-  mpi_check(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided), "Init_thread");
+  mpi_check(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &thread_level_), "Init_thread");
 }
 
 MpiSession::~MpiSession() {
@@ -23,29 +40,83 @@ MpiSession::~MpiSession() {
   if (!finalized) MPI_Finalize();
 }
 
-int mpi_main(int argc, char** argv, const std::string& usage, po::options_description desc,
-             const StageBody& body) {
+void check_thread_level(int provided) {
+  if (provided < MPI_THREAD_FUNNELED) {
+    fail("the MPI library provides {} but tessera needs MPI_THREAD_FUNNELED (worker threads run "
+         "while the main thread calls MPI): use an MPI library built with thread support",
+         thread_level_name(provided));
+  }
+}
+
+std::optional<RankFailure> agree_on_failure(Comm& comm, const std::optional<RankFailure>& mine) {
+  const int64_t size = comm.size();
+  const int64_t top = comm.allreduce_max(mine ? size - comm.rank() : int64_t{0});
+  if (top == 0) return std::nullopt;
+  const int root = static_cast<int>(size - top);  // the lowest failing rank
+  std::string bytes;
+  if (comm.rank() == root) {
+    bytes = root == 0 ? mine->message : fmt::format("rank {}: {}", root, mine->message);
+    bytes.insert(0, fmt::format("{}\n", mine->exit_code));
+  }
+  bytes = comm.broadcast(bytes, root);
+  const size_t newline = bytes.find('\n');
+  return RankFailure{std::stoi(bytes.substr(0, newline)), bytes.substr(newline + 1)};
+}
+
+int mpi_main(int argc, char** argv, const std::string& usage, OptionTable table,
+             const StageSetup& setup) {
   MpiSession session(&argc, &argv);
+  const std::string program =
+      argc > 0 ? std::filesystem::path(argv[0]).filename().string() : std::string("tessera");
   int code = kExitOk;
   {
     MpiComm comm(MPI_COMM_WORLD);
-    add_common_options(desc);
+    po::options_description common("General");
+    add_common_options(common);
+    table.add(common, OptionKind::kRunControl);
+    const po::options_description desc = table.description();
     std::vector<std::string> args(argv + 1, argv + argc);
-    ParsedOptions parsed;
+
+    Request request = Request::kRun;
+    StageRun run;
+    std::optional<RankFailure> failure;
     try {
-      parsed = parse_options(desc, args);
-      if (parsed.help) {
-        if (comm.rank() == 0) std::cout << help_text(usage, desc);
-        return kExitOk;
+      check_thread_level(session.thread_level());
+      ParsedOptions parsed = parse_options(desc, args);
+      if (parsed.version) {
+        request = Request::kVersion;
+      } else if (parsed.help_all) {
+        request = Request::kHelpAll;
+      } else if (parsed.help) {
+        request = Request::kHelp;
+      } else {
+        init_logging(comm.rank(), comm.size(), parsed.values["log-level"].as<std::string>());
+        run = setup(parsed.values);
       }
-      init_logging(comm.rank(), comm.size(), parsed.values["log-level"].as<std::string>());
     } catch (const Error& e) {
-      if (comm.rank() == 0) std::cerr << "error: " << e.what() << "\n";
-      return e.exit_code();
+      failure = RankFailure{e.exit_code(), e.what()};
+    } catch (const std::exception& e) {
+      failure = RankFailure{kExitError, fmt::format("unexpected error: {}", e.what())};
     }
+    failure = agree_on_failure(comm, failure);
+    if (failure) {
+      if (comm.rank() == 0) std::cerr << "error: " << failure->message << "\n";
+      return failure->exit_code;
+    }
+    if (request != Request::kRun) {
+      if (comm.rank() == 0) {
+        if (request == Request::kVersion) {
+          std::cout << version_text(program);
+        } else {
+          std::cout << help_text(usage, table.help_description(request == Request::kHelpAll));
+        }
+      }
+      return kExitOk;
+    }
+
     h5::init();
     try {
-      code = body(parsed.values, comm);
+      code = run(comm);
     } catch (const Error& e) {
       spdlog::error("{}", e.what());
       spdlog::default_logger()->flush();
@@ -62,6 +133,16 @@ int mpi_main(int argc, char** argv, const std::string& usage, po::options_descri
     }
   }
   return code;
+}
+
+int mpi_main(int argc, char** argv, const std::string& usage, po::options_description desc,
+             const StageBody& body) {
+  OptionTable table;
+  table.add(desc, OptionKind::kResult);
+  return mpi_main(argc, argv, usage, std::move(table),
+                  [&body](const po::variables_map& options) -> StageRun {
+                    return [&body, options](Comm& comm) { return body(options, comm); };
+                  });
 }
 
 }  // namespace tessera

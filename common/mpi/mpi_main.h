@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "common/mpi/comm.h"
@@ -10,25 +11,61 @@
 
 namespace tessera {
 
-// Initialises and finalises MPI (MPI_THREAD_FUNNELED: only the main thread calls MPI). Move-only.
+// Initialises and finalises MPI, asking for MPI_THREAD_FUNNELED (only the main thread calls MPI;
+// worker threads read and decode). The level the library provides is kept for
+// check_thread_level: a constructor cannot report it to every rank. Not copyable.
 class MpiSession {
  public:
   MpiSession(int* argc, char*** argv);
   ~MpiSession();
   MpiSession(const MpiSession&) = delete;
   MpiSession& operator=(const MpiSession&) = delete;
+  int thread_level() const { return thread_level_; }
+
+ private:
+  int thread_level_ = 0;
 };
 
-using StageBody = std::function<int(const po::variables_map& options, Comm& comm)>;
+// Throws Error (exit code 1) naming both levels when `provided` (from MPI_Init_thread) is below
+// MPI_THREAD_FUNNELED.
+void check_thread_level(int provided);
 
-// Runs a stage: MPI init, option parsing with `desc` (common options are added here), --help
-// (printed by rank 0, exit 0), logging set-up, HDF5 error handling, then `body`.
-//   - Option errors: rank 0 prints the message, every rank returns kExitBadInput.
-//   - `body` returns the exit code (collective outcomes such as an invalid manifest are returned
-//     by every rank alike).
-//   - An exception escaping `body` on any rank is logged with that rank and, when the job has more
-//     than one rank, aborts the whole job with the exception's exit code so no rank hangs in a
-//     collective.
+// A failure of one rank: the exit code and the message to print.
+struct RankFailure {
+  int exit_code = 1;
+  std::string message;
+};
+
+// Collective. Agrees on the outcome of a step every rank ran on its own (option parsing, building
+// the Config), so that a failure on some ranks only ends the job instead of leaving the others
+// in the stage's first collective. `mine` is this rank's failure, nullopt on success. Returns
+// nullopt when every rank succeeded, else on every rank the failure of the lowest failing rank
+// (its message prefixed with "rank R: " unless R is 0), so every rank exits with the same code.
+std::optional<RankFailure> agree_on_failure(Comm& comm, const std::optional<RankFailure>& mine);
+
+// Runs on every rank after option parsing: builds and validates the stage's configuration
+// (throwing InvalidInput for bad values) and returns what runs the stage with it.
+using StageRun = std::function<int(Comm& comm)>;
+using StageSetup = std::function<StageRun(const po::variables_map& options)>;
+
+// Runs a stage: MPI init, option parsing with `table` (common options are added here),
+// --help / --help-all / --version (printed by rank 0, exit 0), logging set-up, `setup`, then the
+// StageRun it returns.
+//   - Parsing, the MPI thread level, logging set-up and `setup` run on every rank and their
+//     outcome is agreed collectively (agree_on_failure) before any rank starts the stage: on a
+//     failure anywhere, rank 0 prints the message and every rank returns its exit code
+//     (kExitBadInput for options and configuration).
+//   - The StageRun returns the exit code (collective outcomes such as an invalid manifest are
+//     returned by every rank alike).
+//   - An exception escaping the StageRun on any rank is logged with that rank and, when the job
+//     has more than one rank, aborts the whole job with the exception's exit code so no rank hangs
+//     in a collective.
+int mpi_main(int argc, char** argv, const std::string& usage, OptionTable table,
+             const StageSetup& setup);
+
+// The same for drivers whose options carry no kinds (every option shown by --help): `body` gets
+// the parsed options and runs the stage.
+using StageBody = std::function<int(const po::variables_map& options, Comm& comm)>;
 int mpi_main(int argc, char** argv, const std::string& usage, po::options_description desc,
              const StageBody& body);
 

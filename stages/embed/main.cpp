@@ -5,10 +5,10 @@
 
 int main(int argc, char** argv) {
   namespace em = tessera::embed;
-  tessera::po::options_description desc("embed options");
-  em::add_options(desc);
-  return tessera::mpi_main(argc, argv, em::kUsage, desc,
-                           [](const tessera::po::variables_map& values, tessera::Comm& comm) {
-                             return em::run(em::config_from(values), comm);
+  return tessera::mpi_main(argc, argv, em::kUsage, em::option_table(),
+                           [](const tessera::po::variables_map& values) -> tessera::StageRun {
+                             return [config = em::config_from(values)](tessera::Comm& comm) {
+                               return em::run(config, comm);
+                             };
                            });
 }

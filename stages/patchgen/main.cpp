@@ -5,10 +5,10 @@
 
 int main(int argc, char** argv) {
   namespace pg = tessera::patchgen;
-  tessera::po::options_description desc("patchgen options");
-  pg::add_options(desc);
-  return tessera::mpi_main(argc, argv, pg::kUsage, desc,
-                           [](const tessera::po::variables_map& values, tessera::Comm& comm) {
-                             return pg::run(pg::config_from(values), comm);
+  return tessera::mpi_main(argc, argv, pg::kUsage, pg::option_table(),
+                           [](const tessera::po::variables_map& values) -> tessera::StageRun {
+                             return [config = pg::config_from(values)](tessera::Comm& comm) {
+                               return pg::run(config, comm);
+                             };
                            });
 }
