@@ -130,6 +130,13 @@ void atomic_write_file(const std::string& path, std::string_view content) {
   fsync_parent_directory(path);
 }
 
+void sync_file(const std::string& path) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) fail_errno("open", path, errno);
+  if (::fsync(fd.get()) != 0) fail_errno("fsync", path, errno);
+  fsync_parent_directory(path);
+}
+
 void commit_file(const std::string& tmp_path, const std::string& path) {
   Fd fd(::open(tmp_path.c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.get() < 0) fail_errno("open", tmp_path, errno);
@@ -173,7 +180,7 @@ std::string rank_file_name(int rank, const std::string& ext) {
 }
 
 std::optional<nlohmann::json> read_json_file(const std::string& path) {
-  if (!fs::exists(path)) return std::nullopt;
+  if (!path_exists(path)) return std::nullopt;
   std::string text = read_file(path);
   try {
     return nlohmann::json::parse(text);
@@ -192,12 +199,46 @@ std::optional<uint64_t> file_size(const std::string& path) {
   return static_cast<uint64_t>(st.st_size);
 }
 
+bool path_exists(const std::string& path) {
+  std::error_code ec;
+  const bool exists = fs::exists(path, ec);
+  if (ec) fail<IoError>("cannot tell whether '{}' exists: {}", path, ec.message());
+  return exists;
+}
+
+void make_directories(const std::string& path) {
+  std::error_code ec;
+  fs::create_directories(path, ec);
+  if (ec) fail<IoError>("cannot create directory '{}': {}", path, ec.message());
+}
+
+void remove_tree(const std::string& path) {
+  std::error_code ec;
+  fs::remove_all(path, ec);
+  if (ec) fail<IoError>("cannot remove '{}': {}", path, ec.message());
+}
+
+void throw_lock_failure(const std::string& path, int err) {
+  if (err == ENOLCK || err == EOPNOTSUPP || err == ENOSYS) {
+    fail<InvalidInput>(
+        "cannot lock '{}': the file system refuses locks ({}). If it is mounted without lock "
+        "support (e.g. NFS with nolock), rerun with --file-locking false and make sure that no "
+        "two jobs use this run directory at once",
+        path, std::strerror(err));
+  }
+  fail_errno("lock", path, err);
+}
+
 std::optional<FileLock> FileLock::try_acquire(const std::string& path, std::string* holder) {
   LockRegistry& registry = lock_registry();
   std::lock_guard<std::mutex> guard(registry.mutex);
   const pid_t self = ::getpid();
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) {
+      fail<InvalidInput>("the lock file '{}' is a directory: remove or rename that directory "
+                         "(tessera creates the lock file itself)", path);
+    }
     const auto it = registry.held.find({st.st_dev, st.st_ino});
     if (it != registry.held.end()) {
       if (it->second == self) {
@@ -210,7 +251,10 @@ std::optional<FileLock> FileLock::try_acquire(const std::string& path, std::stri
   }
   create_parent_directories(path);
   Fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
-  if (fd.get() < 0) fail_errno("open lock file", path, errno);
+  if (fd.get() < 0) {
+    if (errno == EISDIR) fail<InvalidInput>("the lock file '{}' is a directory", path);
+    fail_errno("open lock file", path, errno);
+  }
   struct flock lk {};
   lk.l_type = F_WRLCK;
   lk.l_whence = SEEK_SET;
@@ -222,7 +266,7 @@ std::optional<FileLock> FileLock::try_acquire(const std::string& path, std::stri
       if (holder != nullptr) *holder = describe_holder(read_fd(fd.get()));
       return std::nullopt;
     }
-    fail_errno("lock", path, err);
+    throw_lock_failure(path, err);
   }
   if (::fstat(fd.get(), &st) != 0) fail_errno("stat lock file", path, errno);
   const nlohmann::json info{

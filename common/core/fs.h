@@ -21,6 +21,9 @@ void atomic_write_file(const std::string& path, std::string_view content);
 // atomic_write_file.
 void commit_file(const std::string& tmp_path, const std::string& path);
 
+// Makes a closed file and its directory entry durable (fsync of the file and its directory).
+void sync_file(const std::string& path);
+
 // Reads a whole file. Throws IoError naming the path when it is missing or unreadable.
 std::string read_file(const std::string& path);
 
@@ -38,6 +41,18 @@ std::optional<nlohmann::json> read_json_file(const std::string& path);
 // Size of a regular file in bytes, or nullopt when it does not exist.
 std::optional<uint64_t> file_size(const std::string& path);
 
+// Whether `path` exists (following links). Throws IoError naming the path when that cannot be
+// told (permissions, a name too long), where std::filesystem::exists would throw its own error.
+bool path_exists(const std::string& path);
+
+// Creates directory `path` and missing parents; nothing when it is already a directory. Throws
+// IoError "cannot create directory '<path>': <reason>".
+void make_directories(const std::string& path);
+
+// Removes `path` and, for a directory, everything below it; nothing when it does not exist.
+// Throws IoError "cannot remove '<path>': <reason>".
+void remove_tree(const std::string& path);
+
 // An exclusive advisory lock (fcntl F_SETLK, works across hosts on NFS and Lustre mounted with
 // locking) on `path`, created if missing. The file's content records host, pid and start time for
 // diagnostics. The lock is released by the destructor or when the process dies, so a killed run
@@ -47,8 +62,11 @@ std::optional<uint64_t> file_size(const std::string& path);
 // release. Because fcntl locks belong to the process, a second try_acquire of the same file within
 // the holding process returns nullopt (tracked per process, without touching the file), and no other
 // code in the process may open and close the lock file while it is held (that would drop the lock).
-// Creates missing parent directories. Throws IoError when the file cannot be opened or the file
-// system refuses locking (e.g. ENOLCK).
+// Creates missing parent directories. Throws
+//   - InvalidInput (exit code 2) when `path` is a directory, or when the file system refuses
+//     locks (ENOLCK, EOPNOTSUPP, ENOSYS: mounted without lock support); the message says to run
+//     with --file-locking false on such file systems;
+//   - IoError when the file cannot be created or opened, or locking fails otherwise.
 class FileLock {
  public:
   // Returns the lock, or nullopt when another process holds it; `holder` then receives the
@@ -66,6 +84,11 @@ class FileLock {
   int fd_ = -1;
   std::string path_;
 };
+
+// What FileLock::try_acquire throws when fcntl(F_SETLK) on `path` fails with errno `err` for
+// another reason than a lock held elsewhere (see FileLock). Separate so that tests can reach the
+// messages of file systems they cannot mount.
+[[noreturn]] void throw_lock_failure(const std::string& path, int err);
 
 // Current UTC time as ISO 8601 with milliseconds ("2026-11-30T02:25:28.123Z").
 std::string utc_timestamp();

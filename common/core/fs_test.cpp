@@ -5,7 +5,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <random>
 #include <regex>
@@ -199,6 +202,72 @@ TEST_F(FsTest, FileLockIsReleasedWhenHolderDies) {
             0);
   auto lock = FileLock::try_acquire(lock_path);
   EXPECT_TRUE(lock.has_value());
+}
+
+TEST_F(FsTest, LockFileThatIsADirectoryIsInvalidInput) {
+  const std::string lock_path = path("run/.lock");
+  fs::create_directories(lock_path);
+  try {
+    FileLock::try_acquire(lock_path);
+    FAIL() << "expected InvalidInput";
+  } catch (const InvalidInput& e) {
+    EXPECT_EQ(e.exit_code(), kExitBadInput);
+    EXPECT_NE(std::string(e.what()).find(lock_path), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("is a directory"), std::string::npos) << e.what();
+  }
+}
+
+TEST(FileLockFailure, FileSystemsWithoutLocksSayWhatToDo) {
+  for (int err : {ENOLCK, EOPNOTSUPP, ENOSYS}) {
+    try {
+      throw_lock_failure("/nfs/run/patchgen/.lock", err);
+    } catch (const InvalidInput& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find("/nfs/run/patchgen/.lock"), std::string::npos) << msg;
+      EXPECT_NE(msg.find("--file-locking false"), std::string::npos) << msg;
+      EXPECT_NE(msg.find(std::strerror(err)), std::string::npos) << msg;
+      EXPECT_EQ(e.exit_code(), kExitBadInput);
+    }
+  }
+  try {
+    throw_lock_failure("/x/.lock", EIO);
+  } catch (const InvalidInput&) {
+    FAIL() << "EIO is an I/O error";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot lock '/x/.lock'"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(FsTest, FilesystemFailuresAreIoErrorsNamingThePath) {
+  // A name longer than NAME_MAX makes std::filesystem::exists throw its own filesystem_error.
+  const std::string too_long = path(std::string(300, 'x') + ".json");
+  for (const auto& call : std::vector<std::function<void()>>{
+           [&] { read_json_file(too_long); }, [&] { path_exists(too_long); },
+           [&] { make_directories(too_long); }}) {
+    try {
+      call();
+      FAIL() << "expected IoError";
+    } catch (const IoError& e) {
+      EXPECT_NE(std::string(e.what()).find(too_long), std::string::npos) << e.what();
+    }
+  }
+  atomic_write_file(path("plain"), "x");
+  try {
+    make_directories(path("plain/sub"));
+    FAIL() << "expected IoError";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot create directory '" + path("plain/sub") + "'"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_FALSE(path_exists(path("plain/sub")));
+  EXPECT_TRUE(path_exists(path("plain")));
+  make_directories(path("a/b/c"));
+  make_directories(path("a/b/c"));
+  atomic_write_file(path("a/b/c/f"), "y");
+  remove_tree(path("a"));
+  EXPECT_FALSE(path_exists(path("a")));
+  remove_tree(path("a"));
 }
 
 TEST(TimeTest, UtcTimestampFormatAndHostName) {
