@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "common/core/error.h"
+#include "common/core/options.h"
 #include "tests/synthslide/synthslide.h"
 
 namespace po = boost::program_options;
@@ -15,6 +16,7 @@ int main(int argc, char** argv) {
   // clang-format off
   options.add_options()
       ("help", "print this help")
+      ("version", "print the version and git revision")
       ("out", po::value(&spec.path)->required(), "output TIFF path")
       ("width", po::value(&spec.width)->required(), "level-0 width in pixels")
       ("height", po::value(&spec.height)->required(), "level-0 height in pixels")
@@ -36,6 +38,10 @@ int main(int argc, char** argv) {
     po::store(po::parse_command_line(argc, argv, options), vm);
     if (vm.count("help")) {
       std::cout << options << "\n";
+      return tessera::kExitOk;
+    }
+    if (vm.count("version")) {
+      std::cout << tessera::version_text("synthslide");
       return tessera::kExitOk;
     }
     po::notify(vm);
