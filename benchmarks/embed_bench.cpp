@@ -197,19 +197,23 @@ struct PatchSet {
   }
 };
 
-PatchSet load_patch_set(const PatchIndex& index, int64_t total, int batch_size,
-                        Comm& comm) {
+PatchSet load_patch_set(const IndexInfo& index, const IndexReader& reader, int64_t total,
+                        int batch_size, Comm& comm) {
   PatchSet set;
   set.total = total;
   set.batch_size = batch_size;
   set.patch_size = index.patch_size;
   set.patch_bytes = static_cast<size_t>(index.patch_size) * index.patch_size * 3;
-  set.rows = rank_rows(total, comm.rank(), comm.size());
-  set.batches = make_batches(set.rows, batch_size);
+  const Partition partition = Partition::cyclic(total, comm.size());
+  for (int64_t b = 0; b < batch_count(partition, comm.rank(), batch_size); ++b) {
+    set.batches.push_back(batch_rows(partition, comm.rank(), batch_size, b));
+    set.rows.insert(set.rows.end(), set.batches.back().begin(), set.batches.back().end());
+  }
   set.pixels.assign(set.batches.size() * batch_size * set.patch_bytes, 0);
   StoreSource source(index);
   for (size_t b = 0; b < set.batches.size(); ++b) {
-    source.read(set.batches[b], set.pixels.data() + b * batch_size * set.patch_bytes);
+    source.read(reader.read_rows(set.batches[b]),
+                set.pixels.data() + b * batch_size * set.patch_bytes);
   }
   return set;
 }
@@ -308,8 +312,8 @@ ModeRun cached(const Model& model, const PatchSet& set, Comm& comm) {
 }
 
 // store or wsi: the stage's own loop into a scratch shard, read back (untimed) for the hash.
-ModeRun stage_path(const std::string& kind, const Model& model, const PatchIndex& index,
-                   const PatchSet& set, const Config& config, const std::string& scratch,
+ModeRun stage_path(const std::string& kind, const Model& model, const IndexInfo& index,
+                   const IndexReader& reader, const PatchSet& set, const Config& config, const std::string& scratch,
                    Comm& comm) {
   const std::string shard = (fs::path(scratch) / (kind + "-" + rank_file_name(comm.rank(), ".h5")))
                                 .string();
@@ -317,14 +321,16 @@ ModeRun stage_path(const std::string& kind, const Model& model, const PatchIndex
   ModeRun r;
   r.metrics = timed(comm, set.total, [&] {
     auto source = make_source(kind, index);
-    stats = embed_rows(index, set.rows, model, *source, config, comm.rank(), shard, "");
+    stats = embed_rows(index, reader, Partition::cyclic(set.total, comm.size()), comm.rank(),
+                       model, *source, config, shard, "");
   });
   r.metrics["infer_rank0"] = json::parse(comm.broadcast(stats.to_json().dump(), 0));
   {
     h5::File file = h5::File::open(shard, h5::Mode::kRead);
     const auto ids = file.open_dataset("patch_id").read_all<int64_t>();
     bool same = ids.size() == set.rows.size();
-    for (size_t i = 0; same && i < ids.size(); ++i) same = ids[i] == index.patch_id[set.rows[i]];
+    const auto expected = reader.read_rows(set.rows).patch_id;
+    for (size_t i = 0; same && i < ids.size(); ++i) same = ids[i] == expected[i];
     if (!same) fail<Error>("'{}' does not hold the benchmark's patch ids in order", shard);
     r.embeddings = file.open_dataset("embeddings").read_all<float>();
   }
@@ -346,7 +352,8 @@ double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
 
 struct Context {
   const Model& model;
-  const PatchIndex& index;
+  const IndexInfo& index;
+  const IndexReader& reader;
   const PatchSet& set;
   const std::vector<PreparedBatch>& prepared;
   const Config& config;
@@ -384,7 +391,7 @@ json repetition(int index, size_t offset, const Context& c,
   for (const std::string& mode : order) {
     ModeRun r = mode == "model-only" ? model_only(c.model, c.set, c.prepared, c.comm)
                 : mode == "cached"   ? cached(c.model, c.set, c.comm)
-                                     : stage_path(mode, c.model, c.index, c.set, c.config,
+                                     : stage_path(mode, c.model, c.index, c.reader, c.set, c.config,
                                                   c.scratch, c.comm);
     json hashes = json::array();
     for (const auto& h : c.comm.allgather(sha256_floats(r.embeddings))) hashes.push_back(h);
@@ -439,18 +446,19 @@ int bench_main(const po::variables_map& values, Comm& comm, const json& command)
   const BenchOptions o = bench_options_from(values, embed_config(values, "."), comm.size());
   const Config config = embed_config(values, o.run);
   const json generation = ensure_run(o, comm);
-  const PatchIndex index = load_index(o.run);
-  if (static_cast<int64_t>(index.size()) < o.patches) {
+  const IndexInfo index = load_index_info((fs::path(o.run) / "patchgen").string());
+  const IndexReader reader(index.path);
+  if (index.rows < o.patches) {
     fail<InvalidInput>("run '{}' has {} patches, fewer than --patches {}: use a larger slide "
                        "(--slide-width/--slide-height) with a new --run",
-                       o.run, index.size(), o.patches);
+                       o.run, index.rows, o.patches);
   }
 
   Stopwatch load_watch;
   const Model model = Model::load(model_spec(config, comm.local_rank()));
   const double model_load_s = load_watch.seconds();
 
-  const PatchSet set = load_patch_set(index, o.patches, config.batch_size, comm);
+  const PatchSet set = load_patch_set(index, reader, o.patches, config.batch_size, comm);
   std::vector<PreparedBatch> prepared;
   for (size_t b = 0; b < set.batches.size(); ++b) {
     prepared.push_back(model.prepare(set.batch_pixels(b), set.batch_size, set.patch_size));
@@ -458,7 +466,7 @@ int bench_main(const po::variables_map& values, Comm& comm, const json& command)
   const std::string scratch = (fs::path(o.run) / "embed-bench-scratch").string();
   if (comm.rank() == 0) fs::create_directories(scratch);
   comm.barrier();
-  const Context context{model, index, set, prepared, config, scratch, comm};
+  const Context context{model, index, reader, set, prepared, config, scratch, comm};
   if (comm.rank() == 0) {
     spdlog::info("embed_bench: {} patches of run '{}', model {} (D={}), {} {}, batch {}, "
                  "{} torch threads, {} ranks, {} warm-up + {} timed repetitions",
@@ -528,7 +536,7 @@ int bench_main(const po::variables_map& values, Comm& comm, const json& command)
         {"generation", generation},
         {"slide", index.slides.path.at(0)},
         {"slide_spec", {{"width", o.width}, {"height", o.height}, {"seed", o.slide_seed}}},
-        {"index_patches", index.size()},
+        {"index_patches", index.rows},
         {"patch_size", index.patch_size},
         {"mpp", index.mpp},
         {"encoding", index.encoding},

@@ -150,16 +150,17 @@ std::pair<int64_t, uint64_t> count_files(const std::string& dir) {
 
 // Tissue detection and grid (patchgen's plan step) on rank 0, timed; broadcast to every rank.
 SlidePlan timed_plan(const Config& config, const std::string& qc_dir, Comm& comm, double* seconds) {
-  std::string bytes;
+  const std::string path = (fs::path(qc_dir) / "bench-plan.h5").string();
   if (comm.rank() == 0) {
     const Manifest manifest = load_manifest(config.manifest, /*check_files=*/true);
     Stopwatch watch;
     SlidePlan plan = plan_slide(manifest.slides.at(0), config, qc_dir);
     *seconds = watch.seconds();
     if (!plan.ok) fail<Error>("the benchmark slide failed to plan: {}", plan.reason);
-    bytes = encode_plans({plan});
+    write_plan(path, plan, manifest.slides.at(0), "bench");
   }
-  return decode_plans(comm.broadcast(bytes, 0)).at(0);
+  comm.barrier();
+  return read_plan(path, "bench", /*with_patches=*/true).value();
 }
 
 // Rank 0 only: the run's index must hold exactly the planned patches, read as planned.

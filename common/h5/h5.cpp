@@ -313,11 +313,14 @@ Handle object_create_plist(hid_t cls, const Where& w) {
 }
 
 Handle dataset_create_plist(const std::vector<hsize_t>& chunk, const DatasetOptions& options,
-                            const Where& w) {
+                            bool variable_length, const Where& w) {
   Handle dcpl = object_create_plist(H5P_DATASET_CREATE, w);
   if (!chunk.empty()) {
     check(H5Pset_chunk(dcpl.id(), static_cast<int>(chunk.size()), chunk.data()),
           "set the chunk shape of", w);
+    if (options.checksum && !variable_length) {
+      check(H5Pset_fletcher32(dcpl.id()), "set the Fletcher32 checksum of", w);
+    }
     if (options.shuffle) check(H5Pset_shuffle(dcpl.id()), "set the shuffle filter of", w);
     if (options.deflate_level > 0) {
       check(H5Pset_deflate(dcpl.id(), static_cast<unsigned>(options.deflate_level)),
@@ -734,7 +737,8 @@ Dataset Group::create_appendable(const std::string& name, Type type,
   Handle space =
       checked_handle(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), max_dims.data()),
                      "create the dataspace of dataset", w);
-  Handle dcpl = dataset_create_plist(chunk, options, w);
+  const bool vlen = type == Type::kVarString || type == Type::kVarBytes;
+  Handle dcpl = dataset_create_plist(chunk, options, vlen, w);
   Handle ftype = file_type(type);
   Handle d = checked_handle(H5Dcreate2(h_.id(), name.c_str(), ftype.id(), space.id(), H5P_DEFAULT,
                                        dcpl.id(), H5P_DEFAULT),
@@ -766,7 +770,8 @@ Dataset Group::write_dataset(const std::string& name, Type type, const std::vect
   Handle space =
       checked_handle(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
                      "create the dataspace of dataset", w);
-  Handle dcpl = dataset_create_plist(chunk, effective, w);
+  const bool vlen = type == Type::kVarString || type == Type::kVarBytes;
+  Handle dcpl = dataset_create_plist(chunk, effective, vlen, w);
   Handle ftype = file_type(type);
   Handle d = checked_handle(H5Dcreate2(h_.id(), name.c_str(), ftype.id(), space.id(), H5P_DEFAULT,
                                        dcpl.id(), H5P_DEFAULT),
@@ -782,6 +787,47 @@ Dataset Group::write_strings(const std::string& name, const std::vector<std::str
   std::vector<const char*> ptrs(values.size());
   for (size_t i = 0; i < values.size(); ++i) ptrs[i] = values[i].c_str();
   return write_dataset(name, Type::kVarString, {values.size()}, ptrs.data());
+}
+
+Dataset Group::create_virtual(const std::string& name, Type type, const std::vector<hsize_t>& dims,
+                              const std::vector<VirtualSource>& sources) {
+  const std::string full = join(path_, name);
+  const Where w{file_, full};
+  const int rank = static_cast<int>(dims.size());
+  Handle vspace = checked_handle(H5Screate_simple(rank, dims.data(), nullptr),
+                                 "create the dataspace of virtual dataset", w);
+  Handle dcpl = object_create_plist(H5P_DATASET_CREATE, w);
+  for (const auto& src : sources) {
+    if (src.blocks == 0 || src.block == 0) continue;
+    std::vector<hsize_t> start(dims.size(), 0), stride(dims.size(), 1), count(dims.size(), 1),
+        block(dims);
+    start[0] = src.start;
+    stride[0] = std::max(src.stride, src.block);
+    count[0] = src.blocks;
+    block[0] = src.block;
+    check(H5Sselect_hyperslab(vspace.id(), H5S_SELECT_SET, start.data(), stride.data(),
+                              count.data(), block.data()),
+          "select the virtual rows of", w);
+    std::vector<hsize_t> sdims(dims);
+    sdims[0] = src.source_first + src.blocks * src.block;
+    Handle sspace = checked_handle(H5Screate_simple(rank, sdims.data(), nullptr),
+                                   "create a source dataspace of", w);
+    std::vector<hsize_t> sstart(dims.size(), 0), scount(sdims);
+    sstart[0] = src.source_first;
+    scount[0] = src.blocks * src.block;
+    check(H5Sselect_hyperslab(sspace.id(), H5S_SELECT_SET, sstart.data(), nullptr, scount.data(),
+                              nullptr),
+          "select the source rows of", w);
+    check(H5Pset_virtual(dcpl.id(), vspace.id(), src.file.c_str(), src.dataset.c_str(),
+                         sspace.id()),
+          "map a source into", w);
+  }
+  check(H5Sselect_all(vspace.id()), "reset the dataspace of", w);
+  Handle ftype = file_type(type);
+  Handle d = checked_handle(H5Dcreate2(h_.id(), name.c_str(), ftype.id(), vspace.id(), H5P_DEFAULT,
+                                       dcpl.id(), H5P_DEFAULT),
+                            "create virtual dataset", w);
+  return Dataset(std::move(d), file_, full);
 }
 
 Dataset Group::open_dataset(const std::string& name) const {

@@ -55,6 +55,25 @@ struct DatasetOptions {
   std::vector<hsize_t> chunk;  // empty: contiguous (only allowed for fixed-size datasets)
   int deflate_level = 0;       // 0: no compression
   bool shuffle = false;
+  // Fletcher32 checksum per chunk (chunked fixed-size datasets; ignored for variable-length
+  // types, whose chunks hold only heap references): a read that meets a damaged chunk fails with
+  // an error naming the file and the dataset. Costs one pass over each chunk when it is written
+  // and read, negligible next to the I/O.
+  bool checksum = true;
+};
+
+// One source of a virtual dataset: rows [0, blocks * block) of `dataset` in `file` (a path
+// relative to the virtual dataset's file is resolved against that file's directory) fill the
+// virtual rows start + j * stride + [0, block), j = 0..blocks-1, all columns. A regular
+// (block-)cyclic or contiguous layout of rows over source files is one mapping per source.
+struct VirtualSource {
+  std::string file;
+  std::string dataset;
+  hsize_t start = 0;
+  hsize_t stride = 1;
+  hsize_t block = 1;
+  hsize_t blocks = 0;
+  hsize_t source_first = 0;  // first source row
 };
 
 // A dataset handle that knows its file and path for error messages.
@@ -137,6 +156,11 @@ class Group {
                         const void* data, const DatasetOptions& options = {});
   // A 1-D dataset of variable-length UTF-8 strings.
   Dataset write_strings(const std::string& name, const std::vector<std::string>& values);
+  // Creates a virtual dataset (no data of its own) of `dims` whose rows come from other files'
+  // datasets, one mapping per source (see VirtualSource). Readers (HDF5 1.10+, h5py) see one
+  // dataset; the sources must exist when it is read.
+  Dataset create_virtual(const std::string& name, Type type, const std::vector<hsize_t>& dims,
+                         const std::vector<VirtualSource>& sources);
   Dataset open_dataset(const std::string& name) const;
 
   // A 1-D dataset of type_of<T>(); instantiated for the same T as Dataset::read_all.

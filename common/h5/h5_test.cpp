@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <limits>
 #include <numeric>
@@ -123,6 +124,49 @@ TEST_F(H5Test, Float16KeepsBitPatternsAndConvertsToFloat) {
   EXPECT_TRUE(std::isnan(values[9]));
 }
 
+// A damaged chunk fails the read that meets it, naming the file and the dataset, instead of
+// returning wrong values.
+TEST_F(H5Test, ChecksumCatchesADamagedChunk) {
+  std::vector<float> values(64 * 1024);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i) * 0.5f;
+  haddr_t offset = 0;
+  {
+    File f = File::open(path("c.h5"), Mode::kCreateTruncate);
+    Dataset d = f.create_appendable("values", Type::kFloat32, {}, {{4096}});
+    d.append(values.data(), values.size());
+    d.close();
+    f.close();
+  }
+  {
+    File f = File::open(path("c.h5"), Mode::kRead);
+    Dataset d = f.open_dataset("values");
+    EXPECT_EQ(d.read_all<float>(), values);
+    hsize_t chunk_offset[1] = {8 * 4096};
+    unsigned filter_mask = 0;
+    hsize_t size = 0;
+    ASSERT_GE(H5Dget_chunk_storage_size(d.id(), chunk_offset, &size), 0);
+    // The address of chunk 8 through the chunk index (1.10.5+).
+    ASSERT_GE(H5Dget_chunk_info_by_coord(d.id(), chunk_offset, &filter_mask, &offset, &size), 0);
+  }
+  {
+    std::fstream io(path("c.h5"), std::ios::in | std::ios::out | std::ios::binary);
+    io.seekp(static_cast<std::streamoff>(offset + 100));
+    const char junk[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    io.write(junk, sizeof(junk));
+  }
+  File f = File::open(path("c.h5"), Mode::kRead);
+  Dataset d = f.open_dataset("values");
+  std::vector<float> head(4096);
+  d.read_rows(head.data(), 0, 4096);  // an undamaged chunk still reads
+  try {
+    d.read_all<float>();
+    FAIL() << "a damaged chunk was read without error";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("c.h5"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("values"), std::string::npos) << e.what();
+  }
+}
+
 TEST_F(H5Test, ChunkedDeflateShuffleRoundTrip) {
   constexpr hsize_t kRows = 2000;
   constexpr hsize_t kCols = 16;
@@ -139,14 +183,15 @@ TEST_F(H5Test, ChunkedDeflateShuffleRoundTrip) {
   EXPECT_EQ(d.read_all<int32_t>(), data);
   EXPECT_LT(H5Dget_storage_size(d.id()), data.size() * sizeof(int32_t) / 4);
   Handle dcpl(H5Dget_create_plist(d.id()));
-  ASSERT_EQ(H5Pget_nfilters(dcpl.id()), 2);
+  ASSERT_EQ(H5Pget_nfilters(dcpl.id()), 3);
   auto filter = [&](unsigned index) {
     unsigned flags = 0;
     size_t nelmts = 0;  // in: capacity of the (absent) value array; out: values the filter has
     return H5Pget_filter2(dcpl.id(), index, &flags, &nelmts, nullptr, 0, nullptr, nullptr);
   };
-  EXPECT_EQ(filter(0), H5Z_FILTER_SHUFFLE);
-  EXPECT_EQ(filter(1), H5Z_FILTER_DEFLATE);
+  EXPECT_EQ(filter(0), H5Z_FILTER_FLETCHER32);
+  EXPECT_EQ(filter(1), H5Z_FILTER_SHUFFLE);
+  EXPECT_EQ(filter(2), H5Z_FILTER_DEFLATE);
   // Reading converts across integer widths.
   const std::vector<int64_t> wide = d.read_all<int64_t>();
   EXPECT_EQ(wide.back(), data.back());

@@ -1,4 +1,3 @@
-#include "common/core/hash.h"
 #include "common/stage/marker.h"
 
 #include <unistd.h>
@@ -8,15 +7,62 @@
 #include <spdlog/spdlog.h>
 
 #include "common/core/error.h"
+#include "common/core/hash.h"
 #include "common/core/version.h"
 
 namespace tessera {
 
 namespace fs = std::filesystem;
 
+nlohmann::json OutputRecord::to_json() const {
+  return {{"file", file}, {"bytes", bytes}, {"xxh3", xxh3}, {"xxh3_ends", xxh3_ends}};
+}
+
+OutputRecord OutputRecord::from_json(const nlohmann::json& j) {
+  OutputRecord r;
+  r.file = j.at("file").get<std::string>();
+  r.bytes = j.at("bytes").get<uint64_t>();
+  r.xxh3 = j.at("xxh3").get<std::string>();
+  r.xxh3_ends = j.at("xxh3_ends").get<std::string>();
+  return r;
+}
+
+OutputRecord seal_output(const std::string& stage_dir, const std::string& relative_path) {
+  const std::string path = (fs::path(stage_dir) / relative_path).string();
+  sync_file(path);
+  OutputRecord r;
+  r.file = relative_path;
+  r.bytes = file_size(path).value_or(0);
+  r.xxh3 = xxh3_file(path);
+  r.xxh3_ends = xxh3_ends(path);
+  return r;
+}
+
+std::string check_output(const std::string& stage_dir, const OutputRecord& record,
+                         VerifyLevel level) {
+  const std::string path = (fs::path(stage_dir) / record.file).string();
+  try {
+    auto size = file_size(path);
+    if (!size) return fmt::format("'{}' missing", path);
+    if (*size != record.bytes) {
+      return fmt::format("'{}' has {} bytes, its marker records {}", path, *size, record.bytes);
+    }
+    if (xxh3_ends(path) != record.xxh3_ends) {
+      return fmt::format("'{}' differs from its marker at its start or end", path);
+    }
+    if (level == VerifyLevel::kFull && xxh3_file(path) != record.xxh3) {
+      return fmt::format("'{}' content differs from its marker (XXH3)", path);
+    }
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
 nlohmann::json marker_base(const std::string& stage, int rank, int world_size,
                            const std::string& config_fingerprint) {
-  return {{"stage", stage},
+  return {{"format_version", kMarkerFormatVersion},
+          {"stage", stage},
           {"rank", rank},
           {"world_size", world_size},
           {"config_fingerprint", config_fingerprint},
@@ -27,7 +73,8 @@ nlohmann::json marker_base(const std::string& stage, int rank, int world_size,
 }
 
 MarkerCheck check_marker(const std::string& marker_path, const std::string& stage_dir,
-                         const std::string& config_fingerprint, int world_size, bool verify_hash) {
+                         const std::string& config_fingerprint, int world_size,
+                         VerifyLevel level) {
   MarkerCheck check;
   std::optional<nlohmann::json> marker;
   try {
@@ -42,6 +89,11 @@ MarkerCheck check_marker(const std::string& marker_path, const std::string& stag
   }
   check.marker = *marker;
   try {
+    if (marker->value("format_version", int64_t{0}) != kMarkerFormatVersion) {
+      check.reason = fmt::format("marker format version {} (this build writes {})",
+                                 marker->value("format_version", int64_t{0}), kMarkerFormatVersion);
+      return check;
+    }
     if (marker->at("config_fingerprint").get<std::string>() != config_fingerprint) {
       check.reason = "configuration fingerprint differs";
       return check;
@@ -50,20 +102,12 @@ MarkerCheck check_marker(const std::string& marker_path, const std::string& stag
       check.reason = "world size differs";
       return check;
     }
-    const std::string file = (fs::path(stage_dir) / marker->at("file").get<std::string>()).string();
-    auto size = file_size(file);
-    if (!size) {
-      check.reason = fmt::format("'{}' missing", file);
-      return check;
-    }
-    if (*size != marker->at("file_bytes").get<uint64_t>()) {
-      check.reason = fmt::format("'{}' has {} bytes, marker records {}", file, *size,
-                                 marker->at("file_bytes").get<uint64_t>());
-      return check;
-    }
-    if (verify_hash && sha256_file(file) != marker->at("file_sha256").get<std::string>()) {
-      check.reason = fmt::format("'{}' SHA-256 differs from the marker", file);
-      return check;
+    for (const auto& output : marker->at("outputs")) {
+      std::string why = check_output(stage_dir, OutputRecord::from_json(output), level);
+      if (!why.empty()) {
+        check.reason = why;
+        return check;
+      }
     }
   } catch (const nlohmann::json::exception& e) {
     check.reason = fmt::format("marker incomplete: {}", e.what());
@@ -82,19 +126,6 @@ nlohmann::json summary_base(const std::string& stage, int world_size,
           {"git_revision", git_revision()},
           {"start_time", start_time},
           {"end_time", utc_timestamp()}};
-}
-
-bool rank_output_complete(StageAction action, const std::string& marker_path,
-                          const std::string& stage_dir, const std::string& config_fingerprint,
-                          int world_size) {
-  if (action != StageAction::kResume) return false;
-  MarkerCheck check = check_marker(marker_path, stage_dir, config_fingerprint, world_size);
-  if (check.valid) {
-    spdlog::info("rank output is complete (valid marker), skipping it");
-  } else {
-    spdlog::info("redoing rank output: {}", check.reason);
-  }
-  return check.valid;
 }
 
 StageAction plan_stage(const std::string& stage_dir, const std::optional<nlohmann::json>& existing,
@@ -119,23 +150,29 @@ StageAction plan_stage(const std::string& stage_dir, const std::optional<nlohman
 
 StageState prepare_stage(Comm& comm, const std::string& stage, const std::string& stage_dir,
                          const std::string& config_ini, const std::string& config_fingerprint,
-                         bool overwrite) {
+                         const StageOptions& options, const nlohmann::json& run_fields) {
   StageState state;
   // "0".."2": the action; otherwise "E<exit code>" followed by the error message.
   std::string outcome;
   if (comm.rank() == 0) {
     try {
       fs::create_directories(stage_dir);
-      std::string holder;
-      state.lock = FileLock::try_acquire((fs::path(stage_dir) / ".lock").string(), &holder);
-      if (!state.lock) {
-        fail<InvalidInput>("'{}' is locked by another running job ({}); wait for it or stop it",
-                           stage_dir, holder);
+      if (options.file_locking) {
+        std::string holder;
+        state.lock = FileLock::try_acquire((fs::path(stage_dir) / ".lock").string(), &holder);
+        if (!state.lock) {
+          fail<InvalidInput>("'{}' is locked by another running job ({}); wait for it or stop it",
+                             stage_dir, holder);
+        }
+      } else {
+        spdlog::warn("--file-locking false: '{}' is not locked; make sure no other job writes "
+                     "it", stage_dir);
       }
       auto existing = read_json_file((fs::path(stage_dir) / "run.json").string());
       bool success = fs::exists(fs::path(stage_dir) / "_SUCCESS");
       state.action =
-          plan_stage(stage_dir, existing, success, config_fingerprint, comm.size(), overwrite);
+          plan_stage(stage_dir, existing, success, config_fingerprint, comm.size(),
+                     options.overwrite);
       if (state.action == StageAction::kFresh) {
         for (const auto& entry : fs::directory_iterator(stage_dir)) {
           if (entry.path().filename() != ".lock") fs::remove_all(entry.path());
@@ -146,6 +183,7 @@ StageState prepare_stage(Comm& comm, const std::string& stage, const std::string
                               {"version", version()},
                               {"git_revision", git_revision()},
                               {"created", utc_timestamp()}};
+        if (run_fields.is_object()) run.update(run_fields);
         atomic_write_file((fs::path(stage_dir) / "config.ini").string(), config_ini);
         atomic_write_file((fs::path(stage_dir) / "run.json").string(), run.dump(2) + "\n");
       }

@@ -1,43 +1,68 @@
-// Completion markers and stage run directories, shared by every stage.
+// Completion markers and stage directories, shared by every stage through the stage skeleton
+// (common/stage/skeleton.h).
 //
-// A stage directory (RUN/patchgen, RUN/embed/<tag>, ...) holds:
-//   run.json              stage, config fingerprint, world size, version: what the outputs are of
-//   config.ini            the effective configuration (feed it back with --config)
-//   .lock                 fcntl lock held by rank 0 while the stage runs
-//   markers/rank-NNNNN.json  one per rank, written atomically after its shard is closed
-//   _SUCCESS              JSON summary, written last by rank 0
-// A rank's output counts as complete only when its marker exists, matches the configuration and
-// world size, and the file it names has the recorded size and SHA-256.
+// A stage directory (RUN/patchgen, RUN/embed/<tag>, with parts RUN/patchgen/part-PPPPP-of-QQQQQ):
+//   run.json                 stage, config fingerprint, world size, part: what the outputs are of
+//   config.ini               the effective configuration (feed it back with --config)
+//   .lock                    fcntl lock held by rank 0 while the stage runs
+//   markers/rank-NNNNN.json  one per rank, written atomically after its outputs are durable
+//   _SUCCESS                 JSON summary, written last by rank 0
+// A marker lists every output file of its rank with its size and hashes; the rank's work counts
+// as complete only when the marker exists, matches the configuration and world size, and every
+// output it lists passes the check of the requested VerifyLevel.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
-#include "common/mpi/comm.h"
 #include "common/core/fs.h"
+#include "common/mpi/comm.h"
+#include "common/stage/stage_options.h"
 
 namespace tessera {
 
-// Fields every marker carries: stage, rank, world_size, config_fingerprint, version,
-// git_revision, host, pid. Stage code adds counts, file, file_bytes, file_sha256, times.
+inline constexpr int64_t kMarkerFormatVersion = 2;
+
+// One output file a marker vouches for.
+struct OutputRecord {
+  std::string file;       // relative to the stage directory
+  uint64_t bytes = 0;
+  std::string xxh3;       // XXH3-128 of every byte
+  std::string xxh3_ends;  // xxh3_ends(): the size and the first and last 64 KiB
+  nlohmann::json to_json() const;
+  static OutputRecord from_json(const nlohmann::json& j);  // throws nlohmann::json::exception
+};
+
+// Makes a closed output durable and describes it: fsyncs the file and its directory, then hashes
+// it (the whole-file hash reads from the page cache, at memory speed). Throws IoError naming the
+// file.
+OutputRecord seal_output(const std::string& stage_dir, const std::string& relative_path);
+
+// Checks one output against its record: presence and size, then xxh3_ends (kCheap) or xxh3
+// (kFull). Returns "" when it passes, else the reason naming the file.
+std::string check_output(const std::string& stage_dir, const OutputRecord& record,
+                         VerifyLevel level);
+
+// Fields every marker carries: format_version, stage, rank, world_size, config_fingerprint,
+// version, git_revision, host, pid. The skeleton adds outputs, times and the stage's fields.
 nlohmann::json marker_base(const std::string& stage, int rank, int world_size,
                            const std::string& config_fingerprint);
 
 struct MarkerCheck {
   bool valid = false;
-  std::string reason;      // why not valid ("missing", "file size differs", ...)
+  std::string reason;      // why not valid ("marker missing", "file size differs", ...)
   nlohmann::json marker;   // the parsed marker when it could be read
 };
 
-// Checks the marker at `marker_path` against the expected fingerprint and world size, and the file
-// it names (`file`, relative to `stage_dir`) against `file_bytes` and, with verify_hash,
-// `file_sha256` (which reads the whole file). Never throws for invalid or missing markers: that
-// is an expected outcome.
+// Checks the marker at `marker_path` against the expected fingerprint and world size and every
+// output it lists (check_output at `level`). Never throws for invalid or missing markers: that is
+// an expected outcome.
 MarkerCheck check_marker(const std::string& marker_path, const std::string& stage_dir,
-                         const std::string& config_fingerprint, int world_size,
-                         bool verify_hash = true);
+                         const std::string& config_fingerprint, int world_size, VerifyLevel level);
 
 enum class StageAction {
   kFresh,    // start from an empty stage directory
@@ -54,7 +79,7 @@ StageAction plan_stage(const std::string& stage_dir, const std::optional<nlohman
 
 struct StageState {
   StageAction action = StageAction::kFresh;
-  std::optional<FileLock> lock;  // held by rank 0 only
+  std::optional<FileLock> lock;  // held by rank 0 only (unless file locking is off)
 };
 
 // Fields every _SUCCESS summary starts with: stage, world_size, config_fingerprint, version,
@@ -62,17 +87,12 @@ struct StageState {
 nlohmann::json summary_base(const std::string& stage, int world_size,
                             const std::string& config_fingerprint, const std::string& start_time);
 
-// On a resumed stage, whether this rank's output is already complete (its marker is valid);
-// logs the decision. Always false for a fresh stage.
-bool rank_output_complete(StageAction action, const std::string& marker_path,
-                          const std::string& stage_dir, const std::string& config_fingerprint,
-                          int world_size);
-
-// Collective. Rank 0 creates `stage_dir`, takes its lock (InvalidInput when another run holds it),
-// plans the action, on kFresh empties the directory and writes run.json and config.ini; the
-// action is broadcast to all ranks. Rank 0 must keep the returned lock alive until it is done.
+// Collective. Rank 0 creates `stage_dir`, takes its lock (InvalidInput when another run holds it;
+// skipped with a warning when options.file_locking is false), plans the action, on kFresh empties
+// the directory and writes run.json and config.ini; the action is broadcast to all ranks. Rank 0
+// must keep the returned lock alive until it is done.
 StageState prepare_stage(Comm& comm, const std::string& stage, const std::string& stage_dir,
                          const std::string& config_ini, const std::string& config_fingerprint,
-                         bool overwrite);
+                         const StageOptions& options, const nlohmann::json& run_fields = {});
 
 }  // namespace tessera

@@ -1,4 +1,3 @@
-#include "common/core/hash.h"
 #include "common/stage/marker.h"
 
 #include <gtest/gtest.h>
@@ -6,6 +5,7 @@
 #include <filesystem>
 
 #include "common/core/error.h"
+#include "common/core/hash.h"
 
 namespace tessera {
 namespace {
@@ -18,15 +18,18 @@ class MarkerTest : public ::testing::Test {
     dir_ = fs::temp_directory_path() / ("tessera_marker_test_" + std::to_string(::getpid()));
     fs::remove_all(dir_);
     fs::create_directories(dir_ / "shards");
-    atomic_write_file((dir_ / "shards" / "rank-00000.h5").string(), "shard bytes");
+    write_shard("a", std::string(300000, 'x'));
+    write_shard("b", "small");
   }
   void TearDown() override { fs::remove_all(dir_); }
 
+  void write_shard(const std::string& name, const std::string& content) {
+    atomic_write_file((dir_ / "shards" / name).string(), content);
+  }
   nlohmann::json good_marker() {
     auto m = marker_base("patchgen", 0, 2, "fp");
-    m["file"] = "shards/rank-00000.h5";
-    m["file_bytes"] = 11;
-    m["file_sha256"] = sha256_hex("shard bytes");
+    m["outputs"] = {seal_output(dir_.string(), "shards/a").to_json(),
+                    seal_output(dir_.string(), "shards/b").to_json()};
     return m;
   }
   std::string write_marker(const nlohmann::json& m) {
@@ -34,30 +37,54 @@ class MarkerTest : public ::testing::Test {
     atomic_write_file(path, m.dump());
     return path;
   }
+  MarkerCheck check(const std::string& path, const std::string& fp = "fp", int size = 2,
+                    VerifyLevel level = VerifyLevel::kCheap) {
+    return check_marker(path, dir_.string(), fp, size, level);
+  }
   fs::path dir_;
 };
 
-TEST_F(MarkerTest, ValidMarkerMatchesFile) {
-  auto check = check_marker(write_marker(good_marker()), dir_.string(), "fp", 2);
-  EXPECT_TRUE(check.valid) << check.reason;
+TEST_F(MarkerTest, SealRecordsSizeAndHashes) {
+  OutputRecord r = seal_output(dir_.string(), "shards/b");
+  EXPECT_EQ(r.file, "shards/b");
+  EXPECT_EQ(r.bytes, 5u);
+  EXPECT_EQ(r.xxh3, xxh3_hex("small"));
+  EXPECT_EQ(OutputRecord::from_json(r.to_json()).xxh3_ends, r.xxh3_ends);
+}
+
+TEST_F(MarkerTest, ValidMarkerMatchesEveryOutput) {
+  auto path = write_marker(good_marker());
+  EXPECT_TRUE(check(path).valid) << check(path).reason;
+  EXPECT_TRUE(check(path, "fp", 2, VerifyLevel::kFull).valid);
 }
 
 TEST_F(MarkerTest, EachMismatchIsReported) {
+  auto old = good_marker();
+  old["format_version"] = 1;
   auto path = write_marker(good_marker());
-  EXPECT_EQ(check_marker(path, dir_.string(), "other", 2).reason,
-            "configuration fingerprint differs");
-  EXPECT_EQ(check_marker(path, dir_.string(), "fp", 3).reason, "world size differs");
-  atomic_write_file((dir_ / "shards" / "rank-00000.h5").string(), "shard bytez");
-  EXPECT_NE(check_marker(path, dir_.string(), "fp", 2).reason.find("SHA-256"), std::string::npos);
-  EXPECT_TRUE(check_marker(path, dir_.string(), "fp", 2, /*verify_hash=*/false).valid);
-  atomic_write_file((dir_ / "shards" / "rank-00000.h5").string(), "short");
-  EXPECT_NE(check_marker(path, dir_.string(), "fp", 2).reason.find("bytes"), std::string::npos);
-  fs::remove(dir_ / "shards" / "rank-00000.h5");
-  EXPECT_NE(check_marker(path, dir_.string(), "fp", 2).reason.find("missing"), std::string::npos);
-  EXPECT_EQ(check_marker((dir_ / "nope.json").string(), dir_.string(), "fp", 2).reason,
-            "marker missing");
+  EXPECT_EQ(check(path, "other").reason, "configuration fingerprint differs");
+  EXPECT_EQ(check(path, "fp", 3).reason, "world size differs");
+  // Damage in the middle of a large output: only the full check reads it.
+  std::string damaged(300000, 'x');
+  damaged[150000] = 'y';
+  write_shard("a", damaged);
+  EXPECT_TRUE(check(path).valid);
+  EXPECT_NE(check(path, "fp", 2, VerifyLevel::kFull).reason.find("XXH3"), std::string::npos);
+  // Damage at an end, or a change of size, is caught by the cheap check too.
+  damaged = std::string(300000, 'x');
+  damaged[10] = 'y';
+  write_shard("a", damaged);
+  EXPECT_NE(check(path).reason.find("start or end"), std::string::npos) << check(path).reason;
+  write_shard("a", std::string(299999, 'x'));
+  EXPECT_NE(check(path).reason.find("bytes"), std::string::npos);
+  write_shard("a", std::string(300000, 'x'));
+  fs::remove(dir_ / "shards" / "b");
+  EXPECT_NE(check(path).reason.find("missing"), std::string::npos);
+  EXPECT_NE(check(path).reason.find("shards/b"), std::string::npos);
+  EXPECT_EQ(check((dir_ / "nope.json").string()).reason, "marker missing");
+  EXPECT_NE(check(write_marker(old)).reason.find("format version"), std::string::npos);
   atomic_write_file(path, "{ not json");
-  EXPECT_FALSE(check_marker(path, dir_.string(), "fp", 2).valid);
+  EXPECT_FALSE(check(path).valid);
 }
 
 TEST(PlanStage, Decisions) {
@@ -80,20 +107,23 @@ TEST(PrepareStage, FreshWritesRunFilesAndResumeKeepsOutputs) {
   auto dir = fs::temp_directory_path() / ("tessera_prepare_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   SerialComm comm;
+  StageOptions options;
   {
-    auto state = prepare_stage(comm, "patchgen", dir.string(), "a = 1\n", "fp", false);
+    auto state = prepare_stage(comm, "patchgen", dir.string(), "a = 1\n", "fp", options);
     EXPECT_EQ(state.action, StageAction::kFresh);
     EXPECT_TRUE(state.lock.has_value());
     EXPECT_EQ(read_file((dir / "config.ini").string()), "a = 1\n");
     atomic_write_file((dir / "markers" / "rank-00000.json").string(), "{}");
   }
   {
-    auto state = prepare_stage(comm, "patchgen", dir.string(), "a = 1\n", "fp", false);
+    auto state = prepare_stage(comm, "patchgen", dir.string(), "a = 1\n", "fp", options);
     EXPECT_EQ(state.action, StageAction::kResume);
     EXPECT_TRUE(fs::exists(dir / "markers" / "rank-00000.json"));
   }
-  EXPECT_THROW(prepare_stage(comm, "patchgen", dir.string(), "a = 2\n", "fp2", false), InvalidInput);
-  auto state = prepare_stage(comm, "patchgen", dir.string(), "a = 2\n", "fp2", true);
+  EXPECT_THROW(prepare_stage(comm, "patchgen", dir.string(), "a = 2\n", "fp2", options),
+               InvalidInput);
+  options.overwrite = true;
+  auto state = prepare_stage(comm, "patchgen", dir.string(), "a = 2\n", "fp2", options);
   EXPECT_EQ(state.action, StageAction::kFresh);
   EXPECT_FALSE(fs::exists(dir / "markers"));
   fs::remove_all(dir);

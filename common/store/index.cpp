@@ -1,51 +1,44 @@
 #include "common/store/index.h"
 
 #include <filesystem>
+#include <optional>
 
 #include "common/core/error.h"
-#include "common/h5/h5.h"
 #include "common/core/fs.h"
+#include "common/h5/h5.h"
 
 namespace tessera {
 
 namespace fs = std::filesystem;
 
-std::string PatchIndex::shard_path(int s) const {
+std::string IndexInfo::shard_path(int s) const {
   return (fs::path(stage_dir) / "shards" / rank_file_name(s, ".h5")).string();
 }
 
-PatchIndex load_index(const std::string& run_dir) {
-  PatchIndex index;
-  index.stage_dir = (fs::path(run_dir) / "patchgen").string();
-  auto success = read_json_file((fs::path(index.stage_dir) / "_SUCCESS").string());
+IndexInfo load_index_info(const std::string& stage_dir) {
+  IndexInfo index;
+  index.stage_dir = stage_dir;
+  auto success = read_json_file((fs::path(stage_dir) / "_SUCCESS").string());
   if (!success) {
     fail<InvalidInput>("'{}' is not a completed patchgen run (no _SUCCESS): run patchgen first "
                        "or finish its rerun",
-                       index.stage_dir);
+                       stage_dir);
   }
   index.success = *success;
-  const std::string path = (fs::path(index.stage_dir) / "index.h5").string();
-  h5::File file = h5::File::open(path, h5::Mode::kRead);
+  index.path = (fs::path(stage_dir) / "index.h5").string();
+  h5::File file = h5::File::open(index.path, h5::Mode::kRead);
   if (file.attr_int("format_version") != kIndexFormatVersion) {
-    fail<IoError>("'{}' has index format version {}, this build reads {}", path,
+    fail<IoError>("'{}' has index format version {}, this build reads {}", index.path,
                   file.attr_int("format_version"), kIndexFormatVersion);
   }
   index.patch_size = static_cast<int>(file.attr_int("patch_size"));
   index.mpp = file.attr_double("mpp");
   index.encoding = file.attr_string("encoding");
   index.num_shards = static_cast<int>(file.attr_int("num_shards"));
+  index.part = static_cast<int>(file.attr_int("part"));
+  index.parts = static_cast<int>(file.attr_int("parts"));
   index.config_fingerprint = file.attr_string("config_fingerprint");
-  index.patch_id = file.open_dataset("patch_id").read_all<int64_t>();
-  index.slide = file.open_dataset("slide").read_all<int32_t>();
-  index.coords = file.open_dataset("coords").read_all<int64_t>();
-  index.tissue = file.open_dataset("tissue").read_all<float>();
-  index.shard = file.open_dataset("shard").read_all<int32_t>();
-  index.row = file.open_dataset("row").read_all<int64_t>();
-  const size_t n = index.patch_id.size();
-  if (index.slide.size() != n || index.coords.size() != 2 * n || index.tissue.size() != n ||
-      index.shard.size() != n || index.row.size() != n) {
-    fail<IoError>("'{}' is inconsistent: columns of different lengths", path);
-  }
+  index.rows = static_cast<int64_t>(file.open_dataset("patch_id").dims()[0]);
   h5::Group g = file.open_group("slides");
   SlideTable& t = index.slides;
   t.slide_id = g.open_dataset("slide_id").read_strings();
@@ -65,7 +58,84 @@ PatchIndex load_index(const std::string& run_dir) {
   for (const auto& column : t.metadata_columns) {
     t.metadata.push_back(meta.open_dataset(column).read_strings());
   }
+  index.slide_offset.assign(1, 0);
+  for (int64_t count : t.patch_count) index.slide_offset.push_back(index.slide_offset.back() + count);
+  if (index.slide_offset.back() != index.rows) {
+    fail<IoError>("'{}' is inconsistent: the slide table counts {} patches, the index has {} rows",
+                  index.path, index.slide_offset.back(), index.rows);
+  }
   return index;
+}
+
+struct IndexReader::Impl {
+  h5::File file;
+  h5::Dataset patch_id, slide, coords, tissue, shard, row;
+  int64_t rows = 0;
+};
+
+IndexReader::IndexReader(const std::string& path) {
+  h5::File file = h5::File::open(path, h5::Mode::kRead);
+  h5::Dataset ids = file.open_dataset("patch_id"), slide = file.open_dataset("slide"),
+              coords = file.open_dataset("coords"), tissue = file.open_dataset("tissue"),
+              shard = file.open_dataset("shard"), row = file.open_dataset("row");
+  impl_ = std::unique_ptr<Impl>(new Impl{std::move(file), std::move(ids), std::move(slide),
+                                         std::move(coords), std::move(tissue), std::move(shard),
+                                         std::move(row)});
+  impl_->rows = static_cast<int64_t>(impl_->patch_id.dims()[0]);
+  for (const h5::Dataset* d : {&impl_->slide, &impl_->coords, &impl_->tissue, &impl_->shard,
+                               &impl_->row}) {
+    if (static_cast<int64_t>(d->dims()[0]) != impl_->rows) {
+      fail<IoError>("'{}' is inconsistent: columns of different lengths", path);
+    }
+  }
+}
+
+IndexReader::~IndexReader() = default;
+IndexReader::IndexReader(IndexReader&&) noexcept = default;
+IndexReader& IndexReader::operator=(IndexReader&&) noexcept = default;
+
+int64_t IndexReader::rows() const { return impl_->rows; }
+
+namespace {
+
+void size_rows(IndexRows& r, size_t n) {
+  r.patch_id.resize(n);
+  r.slide.resize(n);
+  r.coords.resize(2 * n);
+  r.tissue.resize(n);
+  r.shard.resize(n);
+  r.row.resize(n);
+}
+
+}  // namespace
+
+IndexRows IndexReader::read_range(int64_t first, int64_t count) const {
+  IndexRows r;
+  size_rows(r, static_cast<size_t>(count));
+  if (count == 0) return r;
+  const auto f = static_cast<hsize_t>(first);
+  const auto n = static_cast<hsize_t>(count);
+  impl_->patch_id.read_rows(r.patch_id.data(), f, n);
+  impl_->slide.read_rows(r.slide.data(), f, n);
+  impl_->coords.read_rows(r.coords.data(), f, n);
+  impl_->tissue.read_rows(r.tissue.data(), f, n);
+  impl_->shard.read_rows(r.shard.data(), f, n);
+  impl_->row.read_rows(r.row.data(), f, n);
+  return r;
+}
+
+IndexRows IndexReader::read_rows(const std::vector<int64_t>& rows) const {
+  IndexRows r;
+  size_rows(r, rows.size());
+  if (rows.empty()) return r;
+  const std::vector<hsize_t> list(rows.begin(), rows.end());
+  impl_->patch_id.read_row_list(r.patch_id.data(), list);
+  impl_->slide.read_row_list(r.slide.data(), list);
+  impl_->coords.read_row_list(r.coords.data(), list);
+  impl_->tissue.read_row_list(r.tissue.data(), list);
+  impl_->shard.read_row_list(r.shard.data(), list);
+  impl_->row.read_row_list(r.row.data(), list);
+  return r;
 }
 
 }  // namespace tessera

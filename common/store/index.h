@@ -1,8 +1,11 @@
-// Read access to a completed patchgen run: RUN/patchgen/index.h5 (one row per patch, sorted by
-// patch_id) and its slide table. Used by embed and ingest.
+// Read access to a completed patchgen stage (of one part): RUN/patchgen[/part-P-of-Q]/index.h5,
+// one row per patch sorted by patch_id, and its slide table. Used by embed and ingest. The slide
+// table and the attributes are read whole (O(slides)); patch rows are read by range or by list,
+// so a reader holds only the rows it works on, whatever the cohort's size.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -10,7 +13,7 @@
 
 namespace tessera {
 
-inline constexpr int64_t kIndexFormatVersion = 1;
+inline constexpr int64_t kIndexFormatVersion = 2;
 
 struct SlideTable {
   std::vector<std::string> slide_id, path, patient_id, status, reason;
@@ -22,28 +25,57 @@ struct SlideTable {
   size_t size() const { return slide_id.size(); }
 };
 
-struct PatchIndex {
-  std::string stage_dir;
+struct IndexInfo {
+  std::string stage_dir;   // the patchgen stage directory of the part
+  std::string path;        // its index.h5
   int patch_size = 0;
   double mpp = 0;
   std::string encoding;
   int num_shards = 0;
+  int part = 0;
+  int parts = 1;
+  int64_t rows = 0;
   std::string config_fingerprint;
-  nlohmann::json success;         // the _SUCCESS summary
-  std::vector<int64_t> patch_id;  // sorted ascending
-  std::vector<int32_t> slide;
-  std::vector<int64_t> coords;    // x0, y0, x1, y1, ...
-  std::vector<float> tissue;
-  std::vector<int32_t> shard;
-  std::vector<int64_t> row;
+  nlohmann::json success;  // the _SUCCESS summary
   SlideTable slides;
-  size_t size() const { return patch_id.size(); }
+  // Rows are sorted by patch_id, so each slide's rows are contiguous: slide s holds rows
+  // [slide_offset[s], slide_offset[s] + slides.patch_count[s]).
+  std::vector<int64_t> slide_offset;
   std::string shard_path(int shard) const;
 };
 
-// Loads RUN/patchgen's index. Throws InvalidInput naming the directory when the run is not
-// complete (no _SUCCESS: "run patchgen first or finish its rerun") and IoError when the index is
-// unreadable or inconsistent. Not collective; every rank may call it.
-PatchIndex load_index(const std::string& run_dir);
+// Loads the attributes and the slide table of a patchgen stage directory. Throws InvalidInput
+// naming the directory when it is not complete (no _SUCCESS: "run patchgen first or finish its
+// rerun") and IoError when the index is unreadable, of another format version, or inconsistent.
+// Not collective; every rank may call it.
+IndexInfo load_index_info(const std::string& stage_dir);
+
+// Columns of a set of index rows, in the order asked for.
+struct IndexRows {
+  std::vector<int64_t> patch_id;
+  std::vector<int32_t> slide;
+  std::vector<int64_t> coords;  // x0, y0, x1, y1, ...
+  std::vector<float> tissue;
+  std::vector<int32_t> shard;
+  std::vector<int64_t> row;
+  size_t size() const { return patch_id.size(); }
+};
+
+// Reads rows of index.h5; keeps the file open. Move-only; not thread-safe.
+class IndexReader {
+ public:
+  explicit IndexReader(const std::string& path);
+  ~IndexReader();
+  IndexReader(IndexReader&&) noexcept;
+  IndexReader& operator=(IndexReader&&) noexcept;
+  int64_t rows() const;
+  IndexRows read_range(int64_t first, int64_t count) const;
+  // `rows` ascending and unique.
+  IndexRows read_rows(const std::vector<int64_t>& rows) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace tessera

@@ -90,7 +90,7 @@ struct ShardWriter::Impl {
 };
 
 ShardWriter::ShardWriter(const std::string& path, const StoreLayout& layout, int rank,
-                         int world_size, const std::vector<SlideReadInfo>& slides)
+                         int world_size)
     : impl_(std::make_unique<Impl>()) {
   Impl& s = *impl_;
   s.path = path;
@@ -132,18 +132,6 @@ ShardWriter::ShardWriter(const std::string& path, const StoreLayout& layout, int
   f.set_attr("chunk_patches", static_cast<int64_t>(layout.chunk_patches));
   f.set_attr("rank", static_cast<int64_t>(rank));
   f.set_attr("world_size", static_cast<int64_t>(world_size));
-  std::vector<int64_t> level_read, read_size;
-  std::vector<double> downsample;
-  for (const auto& info : slides) {
-    level_read.push_back(info.level_read);
-    read_size.push_back(info.read_size);
-    downsample.push_back(info.downsample);
-  }
-  if (!slides.empty()) {
-    f.set_attr("level_read", level_read);
-    f.set_attr("read_size", read_size);
-    f.set_attr("downsample", downsample);
-  }
   s.pixels.reserve(s.patch_bytes * chunk);
 }
 

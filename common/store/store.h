@@ -9,8 +9,7 @@
 //   /coords    int64 [N,2]   level-0 x, y of the patch's top-left corner
 //   /tissue    float32 [N]   tissue fraction under the patch footprint
 //   attributes on /: format_version, patch_size, mpp, encoding, jpeg_quality, compression,
-//   chunk_patches, rank, world_size, and per slide (indexed by manifest index) level_read,
-//   read_size and downsample (level-0 pixels per stored pixel).
+//   chunk_patches, rank, world_size. Fixed-size datasets carry Fletcher32 checksums per chunk.
 #pragma once
 
 #include <cstdint>
@@ -20,7 +19,7 @@
 
 namespace tessera {
 
-inline constexpr int64_t kStoreFormatVersion = 1;
+inline constexpr int64_t kStoreFormatVersion = 2;
 
 struct StoreLayout {
   int patch_size = 224;
@@ -35,20 +34,12 @@ struct StoreLayout {
 // otherwise.
 int parse_compression(const std::string& text);
 
-// Per-slide reading parameters recorded as shard attributes.
-struct SlideReadInfo {
-  int level_read = -1;      // -1: the slide was not read (failed)
-  int read_size = 0;
-  double downsample = 0;    // level-0 pixels per stored pixel
-};
-
 // Writes one shard. Patches are buffered and written one chunk at a time, so at most
 // chunk_patches patches are held in memory. Not thread-safe; all HDF5 calls of the process must
 // come from one thread.
 class ShardWriter {
  public:
-  ShardWriter(const std::string& path, const StoreLayout& layout, int rank, int world_size,
-              const std::vector<SlideReadInfo>& slides);
+  ShardWriter(const std::string& path, const StoreLayout& layout, int rank, int world_size);
   ~ShardWriter();
   ShardWriter(const ShardWriter&) = delete;
   ShardWriter& operator=(const ShardWriter&) = delete;

@@ -35,7 +35,7 @@ TEST_P(StoreTest, WriteThenReadRowsAndColumns) {
   const int n = 11;  // not a multiple of the chunk
   std::vector<std::vector<uint8_t>> patches;
   {
-    ShardWriter writer(path, layout, 1, 3, {{0, 32, 1.0}, {-1, 0, 0}});
+    ShardWriter writer(path, layout, 1, 3);
     for (int i = 0; i < n; ++i) {
       // Smooth content so JPEG stays close to the original.
       std::vector<uint8_t> p(32 * 32 * 3);
@@ -91,7 +91,7 @@ TEST(Store, WriteFailureNamesShard) {
   ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &limited), 0);
   std::string message;
   {
-    ShardWriter writer(path, layout, 0, 1, {});
+    ShardWriter writer(path, layout, 0, 1);
     try {
       for (int i = 0; i < 200; ++i) writer.add(i, 0, 0, 0, 1.0f, rgb.data());
       writer.close();

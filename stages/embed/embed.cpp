@@ -1,6 +1,5 @@
 #include "stages/embed/embed.h"
 
-#include <chrono>
 #include <filesystem>
 
 #include <spdlog/spdlog.h>
@@ -8,85 +7,154 @@
 #include "common/core/error.h"
 #include "common/core/fs.h"
 #include "common/core/hash.h"
-#include "common/stage/marker.h"
+#include "common/stage/skeleton.h"
 #include "stages/embed/infer.h"
 #include "stages/embed/merge.h"
 #include "stages/embed/model.h"
 #include "stages/embed/source.h"
-#include "stages/embed/work.h"
-#include "common/store/index.h"
 
 namespace tessera::embed {
 
 namespace fs = std::filesystem;
 
-int run(const Config& config, Comm& comm) {
-  const std::string start_time = utc_timestamp();
-  const PatchIndex index = load_index(config.run);
-  if (config.source == "wsi" && index.encoding != "raw" && comm.rank() == 0) {
-    spdlog::warn("--source wsi reads the slides; the store is JPEG-encoded, so embeddings will "
-                 "differ slightly from --source store");
-  }
-  const Model model = Model::load(model_spec(config, comm.local_rank()));
-  const std::string stage_dir = (fs::path(config.run) / "embed" / config.tag).string();
-  const std::string fingerprint =
-      sha256_hex(config.fingerprint_ini + "model = " + model.fingerprint().dump() +
-                 "\npatchgen = " + index.config_fingerprint + "\n");
-  StageState state =
-      prepare_stage(comm, "embed", stage_dir, config.config_ini, fingerprint, config.stage.overwrite);
-  if (state.action == StageAction::kComplete) {
+namespace {
+
+std::string shard_file(int rank) { return "shards/" + rank_file_name(rank, ".h5"); }
+
+class EmbedWork final : public StageWork {
+ public:
+  EmbedWork(const Config& config, const IndexInfo& info, nlohmann::json model_fingerprint,
+            std::string stage_dir, int local_rank)
+      : config_(config),
+        info_(info),
+        model_fingerprint_(std::move(model_fingerprint)),
+        dir_(std::move(stage_dir)),
+        local_rank_(local_rank) {}
+
+  // The model is built only once the skeleton knows there is work, with the fingerprint rank 0
+  // computed (a TorchScript file is hashed once per job).
+  std::optional<int> setup(Comm& comm, StageAction) override {
+    model_.emplace(Model::load(model_spec(config_, local_rank_), model_fingerprint_));
     if (comm.rank() == 0) {
-      spdlog::info("'{}' is already complete for this configuration; nothing to do", stage_dir);
+      spdlog::info("embed: {} patches, model {} (D={}, input {}), batch {}, {} {}, source {}, "
+                   "partition {}",
+                   info_.rows, config_.model, model_->output_dim(), model_->input_size(),
+                   config_.batch_size, config_.device, config_.precision, config_.source,
+                   config_.partition.to_string());
     }
-    return kExitOk;
+    return std::nullopt;
   }
-  if (comm.rank() == 0) {
-    spdlog::info("embed: {} patches, model {} (D={}, input {}), {} ranks, batch {}, {} {}, "
-                 "source {}, output '{}' ({})",
-                 index.size(), config.model, model.output_dim(), model.input_size(), comm.size(),
-                 config.batch_size, config.device, config.precision, config.source, stage_dir,
-                 state.action == StageAction::kResume ? "resuming" : "fresh");
-  }
-  const std::string shard_rel = "shards/" + rank_file_name(comm.rank(), ".h5");
-  const std::string shard_path = (fs::path(stage_dir) / shard_rel).string();
-  const std::string marker_path =
-      (fs::path(stage_dir) / "markers" / rank_file_name(comm.rank(), ".json")).string();
-  if (!rank_output_complete(state.action, marker_path, stage_dir, fingerprint, comm.size())) {
-    const std::string rank_start = utc_timestamp();
-    fs::create_directories(fs::path(shard_path).parent_path());
-    fs::remove(marker_path);
-    auto rows = rank_rows(static_cast<int64_t>(index.size()), comm.rank(), comm.size());
-    auto source = make_source(config.source, index);
-    InferStats stats = embed_rows(index, rows, model, *source, config, comm.rank(), shard_path,
-                                  (fs::path(stage_dir) / "progress.jsonl").string());
-    nlohmann::json marker = marker_base("embed", comm.rank(), comm.size(), fingerprint);
-    marker["file"] = shard_rel;
-    marker["file_bytes"] = file_size(shard_path).value_or(0);
-    marker["file_sha256"] = sha256_file(shard_path);
-    marker["rows"] = stats.patches;
-    marker["model"] = model.fingerprint();
-    marker["stats"] = stats.to_json();
-    marker["start_time"] = rank_start;
-    marker["end_time"] = utc_timestamp();
-    atomic_write_file(marker_path, marker.dump(2) + "\n");
+
+  RankResult rank_work(int rank, int world_size) override {
+    std::error_code ec;
+    fs::create_directories(fs::path(dir_) / "shards", ec);
+    if (ec) fail<IoError>("cannot create '{}/shards': {}", dir_, ec.message());
+    const Partition partition(config_.partition, info_.rows, world_size);
+    IndexReader index(info_.path);
+    auto source = make_source(config_.source, info_);
+    InferStats stats =
+        embed_rows(info_, index, partition, rank, *model_, *source, config_,
+                   (fs::path(dir_) / shard_file(rank)).string(),
+                   (fs::path(dir_) / "progress.jsonl").string());
     spdlog::info("embedded {} patches in {:.1f}s ({:.1f}/s; read {:.1f}s, prepare {:.1f}s, "
                  "forward {:.1f}s, write {:.1f}s, waiting {:.1f}s)",
                  stats.patches, stats.total_s, stats.patches / std::max(1e-9, stats.total_s),
                  stats.read_s, stats.prepare_s, stats.forward_s, stats.write_s, stats.wait_s);
+    RankResult result;
+    result.outputs = {shard_file(rank)};
+    result.fields = {{"rows", stats.patches},
+                     {"model", model_fingerprint_},
+                     {"stats", stats.to_json()}};
+    return result;
   }
-  const double wait_s = timed_barrier(comm);
-  std::string outcome;
-  if (comm.rank() == 0) {
-    auto summary = merge(index, config, model.fingerprint(), model.output_dim(), comm.size(),
-                         stage_dir, fingerprint, start_time, wait_s);
+
+  // Rank 0 maps embeddings.h5 onto the shards; then every rank writes its share of the per-slide
+  // feature files through it.
+  nlohmann::json finish(Comm& comm, const std::vector<nlohmann::json>& markers) override {
+    const Partition partition(config_.partition, info_.rows, comm.size());
+    std::string outcome;
+    if (comm.rank() == 0) {
+      try {
+        write_embeddings_file(info_, partition, model_->output_dim(), config_, model_fingerprint_,
+                              dir_, fingerprint_of(markers));
+      } catch (const Error& e) {
+        outcome = e.what();
+      }
+    }
+    outcome = comm.broadcast(outcome, 0);
+    if (!outcome.empty()) throw IoError(outcome);
+    IndexReader index(info_.path);
+    const int64_t slides = comm.allreduce_sum(
+        write_slide_features(info_, index, comm.rank(), comm.size(), model_fingerprint_, dir_));
+    if (comm.rank() != 0) return {};
+    nlohmann::json totals = {{"read_s", 0.0},  {"prepare_s", 0.0}, {"forward_s", 0.0},
+                             {"write_s", 0.0}, {"wait_s", 0.0},    {"total_s", 0.0}};
+    for (const auto& m : markers) {
+      for (auto& [key, value] : totals.items()) {
+        value = value.get<double>() + m.at("stats").at(key).get<double>();
+      }
+    }
     spdlog::info("embed complete: {} embeddings of dimension {} in '{}/embeddings.h5', {} slide "
                  "files in '{}/features'",
-                 summary["patches"].get<int64_t>(), model.output_dim(), stage_dir,
-                 summary["slides"].get<int64_t>(), stage_dir);
-    outcome = "0";
+                 info_.rows, model_->output_dim(), dir_, slides, dir_);
+    return {{"tag", config_.tag},
+            {"status", "completed"},
+            {"patches", info_.rows},
+            {"slides", slides},
+            {"output_dim", model_->output_dim()},
+            {"store_dtype", config_.store_dtype},
+            {"source", config_.source},
+            {"partition", config_.partition.to_string()},
+            {"model", model_fingerprint_},
+            {"patchgen_fingerprint", info_.config_fingerprint},
+            {"seconds_summed_over_ranks", totals}};
   }
-  outcome = comm.broadcast(outcome, 0);
-  return std::stoi(outcome);
+
+ private:
+  static std::string fingerprint_of(const std::vector<nlohmann::json>& markers) {
+    return markers.empty() ? "" : markers.front().at("config_fingerprint").get<std::string>();
+  }
+
+  const Config& config_;
+  const IndexInfo& info_;
+  nlohmann::json model_fingerprint_;
+  std::string dir_;
+  int local_rank_;
+  std::optional<Model> model_;
+};
+
+}  // namespace
+
+int run(const Config& config, Comm& comm) {
+  const std::string patchgen_dir = part_dir((fs::path(config.run) / "patchgen").string(),
+                                            config.stage.part, config.stage.parts);
+  const IndexInfo info = load_index_info(patchgen_dir);
+  if (config.source == "wsi" && info.encoding != "raw" && comm.rank() == 0) {
+    spdlog::warn("--source wsi reads the slides; the store is JPEG-encoded, so embeddings will "
+                 "differ slightly from --source store");
+  }
+  // Rank 0 describes the model (hashing a TorchScript file) for the fingerprint; the others
+  // receive the description.
+  std::string described;
+  if (comm.rank() == 0) {
+    try {
+      described = "+" + Model::describe(model_spec(config, comm.local_rank())).dump();
+    } catch (const InvalidInput& e) {
+      described = std::string("-") + e.what();
+    }
+  }
+  described = comm.broadcast(described, 0);
+  if (described.at(0) == '-') throw InvalidInput(described.substr(1));
+  const nlohmann::json model_fingerprint = nlohmann::json::parse(described.substr(1));
+  const std::string stage_dir = part_dir((fs::path(config.run) / "embed" / config.tag).string(),
+                                         config.stage.part, config.stage.parts);
+  const std::string fingerprint =
+      sha256_hex(config.fingerprint_ini + "model = " + model_fingerprint.dump() +
+                 "\npatchgen = " + info.config_fingerprint + "\n");
+  EmbedWork work(config, info, model_fingerprint, stage_dir, comm.local_rank());
+  StageRun run{"embed", stage_dir, config.config_ini, fingerprint, config.stage,
+               {{"part", config.stage.part}, {"parts", config.stage.parts}}};
+  return run_stage(comm, run, work);
 }
 
 }  // namespace tessera::embed

@@ -11,7 +11,7 @@
 
 #include "common/core/bounded_queue.h"
 #include "common/core/error.h"
-#include "common/h5/h5.h"
+#include "common/store/embeddings.h"
 #include "common/core/progress.h"
 #include "stages/embed/work.h"
 
@@ -64,28 +64,18 @@ std::string check_finite(const float* values, int64_t n, int d, const int64_t* p
                      fmt::join(bad, ", "), count > 10 ? ", ..." : "");
 }
 
-InferStats embed_rows(const PatchIndex& index, const std::vector<int64_t>& rows,
-                      const Model& model, PatchSource& source, const Config& config, int rank,
+InferStats embed_rows(const IndexInfo& info, const IndexReader& index, const Partition& partition,
+                      int rank, const Model& model, PatchSource& source, const Config& config,
                       const std::string& shard_path, const std::string& progress_path) {
   const auto start = Clock::now();
   InferStats stats;
   const int d = model.output_dim();
-  const int ps = index.patch_size;
+  const int ps = info.patch_size;
   const size_t patch_bytes = static_cast<size_t>(ps) * ps * 3;
-  const auto batches = make_batches(rows, config.batch_size);
-
-  h5::File file = h5::File::open(shard_path, h5::Mode::kCreateTruncate);
-  h5::DatasetOptions opts;
-  opts.chunk = {256};
-  h5::Dataset ids = file.create_appendable("patch_id", h5::Type::kInt64, {}, opts);
-  h5::DatasetOptions eopts;
-  eopts.chunk = {256, static_cast<hsize_t>(d)};
-  h5::Dataset emb = file.create_appendable(
-      "embeddings", config.store_dtype == "fp16" ? h5::Type::kFloat16 : h5::Type::kFloat32,
-      {static_cast<hsize_t>(d)}, eopts);
-  file.set_attr("output_dim", static_cast<int64_t>(d));
-  file.set_attr("rank", static_cast<int64_t>(rank));
-  file.set_attr("model_fingerprint", model.fingerprint().dump());
+  const int64_t batches = batch_count(partition, rank, config.batch_size);
+  EmbeddingShardWriter writer(shard_path, d, config.store_dtype == "fp16", rank,
+                              model.fingerprint().dump());
+  std::vector<IndexRows> batch_index(static_cast<size_t>(config.prefetch) + 1);
 
   BoundedQueue<Job> jobs(static_cast<size_t>(config.prefetch));
   BoundedQueue<Result> results(static_cast<size_t>(config.prefetch) + 1);
@@ -116,22 +106,22 @@ InferStats embed_rows(const PatchIndex& index, const std::vector<int64_t>& rows,
     }
   } joiner{jobs, results, worker};
 
-  Progress progress("embed (rank 0)", static_cast<int64_t>(rows.size()), rank == 0, progress_path,
+  Progress progress("embed (rank 0)", partition.count(rank), rank == 0, progress_path,
                     config.progress_interval);
   std::vector<uint8_t> pixels(patch_bytes * static_cast<size_t>(config.batch_size));
-  std::vector<int64_t> batch_ids;
-  size_t next = 0, written = 0, inflight = 0;
-  while (written < batches.size()) {
-    while (next < batches.size() && inflight < static_cast<size_t>(config.prefetch)) {
-      const auto& batch = batches[next];
+  int64_t next = 0, written = 0, inflight = 0;
+  while (written < batches) {
+    while (next < batches && inflight < config.prefetch) {
       auto t0 = Clock::now();
+      IndexRows& rows = batch_index[static_cast<size_t>(next) % batch_index.size()];
+      rows = index.read_rows(batch_rows(partition, rank, config.batch_size, next));
       std::fill(pixels.begin(), pixels.end(), 0);
-      source.read(batch, pixels.data());
+      source.read(rows, pixels.data());
       auto t1 = Clock::now();
       stats.read_s += std::chrono::duration<double>(t1 - t0).count();
       Job job;
-      job.batch = next;
-      job.real = static_cast<int>(batch.size());
+      job.batch = static_cast<size_t>(next);
+      job.real = static_cast<int>(rows.size());
       job.input = model.prepare(pixels.data(), config.batch_size, ps);
       stats.prepare_s += since(t1);
       jobs.push(std::move(job));
@@ -144,14 +134,12 @@ InferStats embed_rows(const PatchIndex& index, const std::vector<int64_t>& rows,
     if (!result) fail("embed: inference thread stopped unexpectedly");
     if (result->error) std::rethrow_exception(result->error);
     --inflight;
-    const auto& batch = batches[result->batch];
-    batch_ids.clear();
-    for (int64_t i : batch) batch_ids.push_back(index.patch_id[i]);
-    std::string bad = check_finite(result->output.data(), result->real, d, batch_ids.data());
+    const IndexRows& rows = batch_index[result->batch % batch_index.size()];
+    std::string bad = check_finite(result->output.data(), result->real, d, rows.patch_id.data());
     if (!bad.empty()) fail("rank {}: {}", rank, bad);
     auto t1 = Clock::now();
-    ids.append(batch_ids.data(), batch_ids.size());
-    emb.append_floats(result->output.data(), static_cast<hsize_t>(result->real));
+    writer.append(rows.patch_id.data(), rows.slide.data(), rows.coords.data(),
+                  result->output.data(), rows.size());
     stats.write_s += since(t1);
     stats.forward_s += result->forward_s;
     stats.patches += result->real;
@@ -167,9 +155,7 @@ InferStats embed_rows(const PatchIndex& index, const std::vector<int64_t>& rows,
     }
   }
   auto t1 = Clock::now();
-  ids.close();
-  emb.close();
-  file.close();
+  writer.close();
   stats.write_s += since(t1);
   progress.finish(stats.patches);
   stats.total_s = since(start);

@@ -12,6 +12,7 @@
 #include "stages/embed/config.h"
 #include "stages/embed/model.h"
 #include "stages/embed/source.h"
+#include "common/stage/partition.h"
 #include "common/store/index.h"
 
 namespace tessera::embed {
@@ -28,13 +29,15 @@ struct InferStats {
   nlohmann::json to_json() const;
 };
 
-// Embeds index rows `rows` (in order) in batches of config.batch_size and writes
-// `shard_path` (/patch_id int64 [N], /embeddings float32|float16 [N, D]). The last batch is
-// padded with blank patches to the full batch size so that every forward pass has the same shape.
-// Results still depend on an image's position in its batch by float rounding, unless
-// config.deterministic. Throws Error naming the patch ids when an output holds NaN or Inf.
-InferStats embed_rows(const PatchIndex& index, const std::vector<int64_t>& rows,
-                      const Model& model, PatchSource& source, const Config& config, int rank,
+// Embeds the index rows `rank` owns under `partition` (in index order) in batches of
+// config.batch_size, reading each batch's index rows from `index` as it goes (memory is O(batch),
+// not O(rows)), and writes `shard_path` (patch_id, slide, coords, embeddings). The last batch is
+// padded with blank patches to the full batch size so that every forward pass has the same
+// shape. Results depend on an image's position in its batch by float
+// rounding, unless config.deterministic. Throws Error naming the patch ids when an output holds
+// NaN or Inf.
+InferStats embed_rows(const IndexInfo& info, const IndexReader& index, const Partition& partition,
+                      int rank, const Model& model, PatchSource& source, const Config& config,
                       const std::string& shard_path, const std::string& progress_path);
 
 // Returns "" when every value of the n x d block is finite, else the message naming the first

@@ -190,7 +190,56 @@ Model::Model(Model&&) noexcept = default;
 Model& Model::operator=(Model&&) noexcept = default;
 Model::~Model() = default;
 
-Model Model::load(const ModelSpec& spec) {
+namespace {
+
+// The preset of `spec` as load() uses it, validated against a built-in network's shape.
+Preset resolve_preset(const ModelSpec& spec) {
+  if (detail::is_builtin(spec.model)) {
+    Preset preset = spec.preset_path.empty() ? detail::builtin_preset(spec.model)
+                                             : load_preset(spec.preset_path);
+    const Preset own = detail::builtin_preset(spec.model);
+    if (preset.input_size != own.input_size) {
+      fail<InvalidInput>("preset {}: input_size {} differs from the {} built-in input size {}",
+                         spec.preset_path, preset.input_size, spec.model, own.input_size);
+    }
+    if (preset.pooling != Pooling::kCls && preset.prefix_tokens != own.prefix_tokens) {
+      fail<InvalidInput>("preset {}: prefix_tokens {} differs from the {} built-in's {}",
+                         spec.preset_path, preset.prefix_tokens, spec.model, own.prefix_tokens);
+    }
+    return preset;
+  }
+  if (!file_size(spec.model)) {
+    std::string known;
+    for (const auto& name : detail::builtin_names()) known += (known.empty() ? "" : ", ") + name;
+    fail<InvalidInput>("model {}: no such file, and not a built-in model ({})", spec.model, known);
+  }
+  return load_preset(spec.preset_path.empty() ? default_preset_path(spec.model) : spec.preset_path);
+}
+
+}  // namespace
+
+nlohmann::json Model::describe(const ModelSpec& spec) {
+  parse_precision(spec.precision);
+  const Preset preset = resolve_preset(spec);
+  nlohmann::json fingerprint;
+  if (detail::is_builtin(spec.model)) {
+    fingerprint = {{"kind", "builtin"}, {"model", spec.model}, {"seed", spec.seed}};
+  } else {
+    fingerprint = {
+        {"kind", "torchscript"}, {"model", spec.model}, {"sha256", sha256_file(spec.model)}};
+  }
+  fingerprint["preset"] = preset_to_json(preset);
+  fingerprint["precision"] = spec.precision;
+  fingerprint["output_dim"] = preset.output_dim;
+  fingerprint["device"] = resolve_device(spec).is_cuda() ? "cuda" : "cpu";
+  fingerprint["libtorch"] = TORCH_VERSION;
+  fingerprint["deterministic"] = spec.deterministic;
+  return fingerprint;
+}
+
+Model Model::load(const ModelSpec& spec) { return load(spec, describe(spec)); }
+
+Model Model::load(const ModelSpec& spec, const nlohmann::json& fingerprint) {
   auto impl = std::make_unique<Impl>();
   impl->label = spec.model;
   impl->dtype = parse_precision(spec.precision);
@@ -205,33 +254,10 @@ Model Model::load(const ModelSpec& spec) {
     at::globalContext().setBenchmarkCuDNN(false);
     at::globalContext().setDeterministicCuDNN(true);
   }
-
-  nlohmann::json fingerprint;
-  const bool builtin = detail::is_builtin(spec.model);
-  if (builtin) {
-    impl->preset = spec.preset_path.empty() ? detail::builtin_preset(spec.model)
-                                            : load_preset(spec.preset_path);
-    const Preset own = detail::builtin_preset(spec.model);
-    if (impl->preset.input_size != own.input_size) {
-      fail<InvalidInput>("preset {}: input_size {} differs from the {} built-in input size {}",
-                         spec.preset_path, impl->preset.input_size, spec.model, own.input_size);
-    }
-    if (impl->preset.pooling != Pooling::kCls && impl->preset.prefix_tokens != own.prefix_tokens) {
-      fail<InvalidInput>("preset {}: prefix_tokens {} differs from the {} built-in's {}",
-                         spec.preset_path, impl->preset.prefix_tokens, spec.model,
-                         own.prefix_tokens);
-    }
+  impl->preset = resolve_preset(spec);
+  if (detail::is_builtin(spec.model)) {
     impl->network = detail::make_builtin_network(spec.model, spec.seed);
-    fingerprint = {{"kind", "builtin"}, {"model", spec.model}, {"seed", spec.seed}};
   } else {
-    if (!file_size(spec.model)) {
-      std::string known;
-      for (const auto& name : detail::builtin_names()) known += (known.empty() ? "" : ", ") + name;
-      fail<InvalidInput>("model {}: no such file, and not a built-in model ({})", spec.model,
-                         known);
-    }
-    impl->preset =
-        load_preset(spec.preset_path.empty() ? default_preset_path(spec.model) : spec.preset_path);
     torch::jit::Module module;
     try {
       module = torch::jit::load(spec.model, c10::Device(c10::kCPU));
@@ -239,17 +265,9 @@ Model Model::load(const ModelSpec& spec) {
       fail<InvalidInput>("model {}: cannot load it as TorchScript: {}", spec.model, brief(e));
     }
     impl->network = std::make_unique<TorchScriptNetwork>(std::move(module), spec.model);
-    fingerprint = {
-        {"kind", "torchscript"}, {"model", spec.model}, {"sha256", sha256_file(spec.model)}};
   }
-  fingerprint["preset"] = preset_to_json(impl->preset);
-  fingerprint["precision"] = spec.precision;
-  fingerprint["output_dim"] = impl->preset.output_dim;
-  fingerprint["device"] = impl->device.is_cuda() ? "cuda" : "cpu";
-  fingerprint["libtorch"] = TORCH_VERSION;
-  fingerprint["deterministic"] = spec.deterministic;
   impl->deterministic = spec.deterministic;
-  impl->fingerprint = std::move(fingerprint);
+  impl->fingerprint = fingerprint;
 
   const auto& p = impl->preset;
   impl->mean = torch::tensor(std::vector<float>(p.mean.begin(), p.mean.end())).view({1, 3, 1, 1});

@@ -74,6 +74,13 @@ class Model {
   // or dimension disagrees with the preset. Not thread-safe with other load() calls (the thread
   // count is process-wide).
   static Model load(const ModelSpec& spec);
+  // The same, with the fingerprint describe(spec) returned (possibly on another rank), so that a
+  // TorchScript file is hashed once per job, not once per rank.
+  static Model load(const ModelSpec& spec, const nlohmann::json& fingerprint);
+  // What load(spec) would record as fingerprint(), without building the network: resolves and
+  // checks the preset, hashes a TorchScript file (SHA-256), resolves the device. Throws
+  // InvalidInput as load() does for a missing model or a bad preset.
+  static nlohmann::json describe(const ModelSpec& spec);
 
   Model(Model&&) noexcept;
   Model& operator=(Model&&) noexcept;

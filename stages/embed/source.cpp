@@ -4,13 +4,12 @@
 
 #include "common/core/error.h"
 #include "stages/embed/work.h"
-#include "stages/patchgen/extract.h"
 
 namespace tessera::embed {
 
-void StoreSource::read(const std::vector<int64_t>& index_rows, uint8_t* rgb) {
+void StoreSource::read(const IndexRows& rows, uint8_t* rgb) {
   const size_t patch_bytes = static_cast<size_t>(index_.patch_size) * index_.patch_size * 3;
-  for (const ShardRead& r : group_by_shard(index_rows, index_.shard, index_.row)) {
+  for (const ShardRead& r : group_by_shard(rows.shard, rows.row)) {
     auto it = shards_.find(r.shard);
     if (it == shards_.end()) {
       it = shards_.emplace(r.shard, ShardReader(index_.shard_path(r.shard))).first;
@@ -23,12 +22,11 @@ void StoreSource::read(const std::vector<int64_t>& index_rows, uint8_t* rgb) {
   }
 }
 
-void WsiSource::read(const std::vector<int64_t>& index_rows, uint8_t* rgb) {
+void WsiSource::read(const IndexRows& rows, uint8_t* rgb) {
   const int ps = index_.patch_size;
   const size_t patch_bytes = static_cast<size_t>(ps) * ps * 3;
-  for (size_t k = 0; k < index_rows.size(); ++k) {
-    const int64_t i = index_rows[k];
-    const int s = index_.slide[i];
+  for (size_t k = 0; k < rows.size(); ++k) {
+    const int s = rows.slide[k];
     if (s != open_slide_) {
       slide_.reset();
       open_slide_ = -1;
@@ -37,7 +35,7 @@ void WsiSource::read(const std::vector<int64_t>& index_rows, uint8_t* rgb) {
     }
     const int level = index_.slides.level[s];
     const int rs = index_.slides.read_size[s];
-    const int64_t x = index_.coords[2 * i], y = index_.coords[2 * i + 1];
+    const int64_t x = rows.coords[2 * k], y = rows.coords[2 * k + 1];
     uint8_t* out = rgb + k * patch_bytes;
     if (rs == ps) {
       slide_->read_rgb(x, y, level, ps, ps, out);
@@ -49,7 +47,7 @@ void WsiSource::read(const std::vector<int64_t>& index_rows, uint8_t* rgb) {
   }
 }
 
-std::unique_ptr<PatchSource> make_source(const std::string& kind, const PatchIndex& index) {
+std::unique_ptr<PatchSource> make_source(const std::string& kind, const IndexInfo& index) {
   if (kind == "store") return std::make_unique<StoreSource>(index);
   if (kind == "wsi") return std::make_unique<WsiSource>(index);
   fail<InvalidInput>("invalid --source '{}': expected store or wsi", kind);

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "common/store/index.h"
 #include "common/slide/slide.h"
+#include "common/store/index.h"
 #include "common/store/store.h"
 
 namespace tessera::embed {
@@ -20,32 +20,32 @@ class PatchSource {
  public:
   virtual ~PatchSource() = default;
   // Writes the RGB pixels of the given index rows ([n, S, S, 3]) to `rgb`.
-  virtual void read(const std::vector<int64_t>& index_rows, uint8_t* rgb) = 0;
+  virtual void read(const IndexRows& rows, uint8_t* rgb) = 0;
 };
 
 class StoreSource final : public PatchSource {
  public:
-  explicit StoreSource(const PatchIndex& index) : index_(index) {}
-  void read(const std::vector<int64_t>& index_rows, uint8_t* rgb) override;
+  explicit StoreSource(const IndexInfo& index) : index_(index) {}
+  void read(const IndexRows& rows, uint8_t* rgb) override;
 
  private:
-  const PatchIndex& index_;
+  const IndexInfo& index_;
   std::map<int, ShardReader> shards_;  // opened on first use
   std::vector<uint8_t> buffer_;
 };
 
 class WsiSource final : public PatchSource {
  public:
-  explicit WsiSource(const PatchIndex& index) : index_(index) {}
-  void read(const std::vector<int64_t>& index_rows, uint8_t* rgb) override;
+  explicit WsiSource(const IndexInfo& index) : index_(index) {}
+  void read(const IndexRows& rows, uint8_t* rgb) override;
 
  private:
-  const PatchIndex& index_;
+  const IndexInfo& index_;
   int open_slide_ = -1;
   std::optional<Slide> slide_;
   std::vector<uint8_t> buffer_;
 };
 
-std::unique_ptr<PatchSource> make_source(const std::string& kind, const PatchIndex& index);
+std::unique_ptr<PatchSource> make_source(const std::string& kind, const IndexInfo& index);
 
 }  // namespace tessera::embed

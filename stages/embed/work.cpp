@@ -2,32 +2,27 @@
 
 #include <algorithm>
 #include <map>
-#include <numeric>
 
 namespace tessera::embed {
 
-std::vector<int64_t> rank_rows(int64_t total, int rank, int size) {
+int64_t batch_count(const Partition& partition, int rank, int batch_size) {
+  return (partition.count(rank) + batch_size - 1) / batch_size;
+}
+
+std::vector<int64_t> batch_rows(const Partition& partition, int rank, int batch_size, int64_t b) {
+  const int64_t first = b * batch_size;
+  const int64_t last = std::min(partition.count(rank), first + batch_size);
   std::vector<int64_t> rows;
-  for (int64_t i = rank; i < total; i += size) rows.push_back(i);
+  rows.reserve(static_cast<size_t>(std::max<int64_t>(0, last - first)));
+  for (int64_t k = first; k < last; ++k) rows.push_back(partition.global_index(rank, k));
   return rows;
 }
 
-std::vector<std::vector<int64_t>> make_batches(const std::vector<int64_t>& rows, int batch_size) {
-  std::vector<std::vector<int64_t>> batches;
-  for (size_t b = 0; b < rows.size(); b += static_cast<size_t>(batch_size)) {
-    batches.emplace_back(rows.begin() + static_cast<std::ptrdiff_t>(b),
-                         rows.begin() + static_cast<std::ptrdiff_t>(
-                                            std::min(rows.size(), b + static_cast<size_t>(batch_size))));
-  }
-  return batches;
-}
-
-std::vector<ShardRead> group_by_shard(const std::vector<int64_t>& batch,
-                                      const std::vector<int32_t>& shard,
+std::vector<ShardRead> group_by_shard(const std::vector<int32_t>& shard,
                                       const std::vector<int64_t>& row) {
   std::map<int, std::vector<std::pair<uint64_t, int>>> groups;
-  for (size_t p = 0; p < batch.size(); ++p) {
-    groups[shard[batch[p]]].push_back({static_cast<uint64_t>(row[batch[p]]), static_cast<int>(p)});
+  for (size_t p = 0; p < shard.size(); ++p) {
+    groups[shard[p]].push_back({static_cast<uint64_t>(row[p]), static_cast<int>(p)});
   }
   std::vector<ShardRead> reads;
   for (auto& [s, members] : groups) {

@@ -1,18 +1,22 @@
-// embed's work split, pure functions of the index and (rank, size): index row i belongs to rank
-// i mod R; a rank's rows are cut into batches in index order; a batch's rows are grouped by the
-// patchgen shard that holds them so each shard is read with one call per batch.
+// embed's work split, pure functions of the partition and the rank: a rank's index rows (under
+// --partition, cyclic by default) are cut into batches in index order, generated on the fly so a
+// rank never lists all its rows; a batch's rows are grouped by the patchgen shard that holds them
+// so each shard is read with one call per batch.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
+#include "common/stage/partition.h"
+
 namespace tessera::embed {
 
-// The index rows of `rank`: rank, rank + size, ... < total.
-std::vector<int64_t> rank_rows(int64_t total, int rank, int size);
+// Batch `b` of `rank`: the index rows of its local items [b * batch_size, ...), ascending, at
+// most batch_size of them.
+std::vector<int64_t> batch_rows(const Partition& partition, int rank, int batch_size, int64_t b);
 
-// Consecutive slices of `rows` of at most `batch_size`.
-std::vector<std::vector<int64_t>> make_batches(const std::vector<int64_t>& rows, int batch_size);
+// Number of batches of `rank`.
+int64_t batch_count(const Partition& partition, int rank, int batch_size);
 
 struct ShardRead {
   int shard = 0;
@@ -20,10 +24,9 @@ struct ShardRead {
   std::vector<int> positions;        // where each row goes in the batch
 };
 
-// Groups a batch's index rows by shard (shards ascending), rows within a shard ascending.
-// `shard` and `row` are the index's columns.
-std::vector<ShardRead> group_by_shard(const std::vector<int64_t>& batch,
-                                      const std::vector<int32_t>& shard,
+// Groups a batch's rows by shard (shards ascending), rows within a shard ascending. `shard` and
+// `row` are the batch's index columns (one entry per batch position).
+std::vector<ShardRead> group_by_shard(const std::vector<int32_t>& shard,
                                       const std::vector<int64_t>& row);
 
 }  // namespace tessera::embed

@@ -7,33 +7,40 @@
 namespace tessera::embed {
 namespace {
 
-TEST(EmbedWork, RankRowsAreCyclicAndCoverEverything) {
-  EXPECT_EQ(rank_rows(7, 1, 3), (std::vector<int64_t>{1, 4}));
-  for (int size = 1; size <= 5; ++size) {
-    std::set<int64_t> all;
-    for (int r = 0; r < size; ++r) {
-      for (int64_t i : rank_rows(23, r, size)) {
-        EXPECT_EQ(i % size, r);
-        EXPECT_TRUE(all.insert(i).second);
+TEST(EmbedWork, BatchesCoverEveryRowOnceInOrderForEveryPartition) {
+  for (const char* spec : {"cyclic", "block-cyclic:4", "contiguous"}) {
+    for (int size = 1; size <= 5; ++size) {
+      const Partition p(Partition::Spec::parse(spec, "partition"), 23, size);
+      std::set<int64_t> all;
+      for (int r = 0; r < size; ++r) {
+        int64_t last = -1;
+        for (int64_t b = 0; b < batch_count(p, r, 3); ++b) {
+          auto rows = batch_rows(p, r, 3, b);
+          EXPECT_LE(rows.size(), 3u);
+          EXPECT_FALSE(rows.empty());
+          for (int64_t i : rows) {
+            EXPECT_EQ(p.owner(i), r);
+            EXPECT_GT(i, last);
+            last = i;
+            EXPECT_TRUE(all.insert(i).second);
+          }
+        }
       }
+      EXPECT_EQ(all.size(), 23u) << spec << " " << size;
     }
-    EXPECT_EQ(all.size(), 23u);
   }
 }
 
-TEST(EmbedWork, BatchesKeepOrderAndLastIsShort) {
-  auto batches = make_batches({5, 6, 7, 8, 9}, 2);
-  ASSERT_EQ(batches.size(), 3u);
-  EXPECT_EQ(batches[0], (std::vector<int64_t>{5, 6}));
-  EXPECT_EQ(batches[2], (std::vector<int64_t>{9}));
-  EXPECT_TRUE(make_batches({}, 4).empty());
+TEST(EmbedWork, CyclicRowsOfARank) {
+  const Partition p = Partition::cyclic(7, 3);
+  EXPECT_EQ(batch_rows(p, 1, 4, 0), (std::vector<int64_t>{1, 4}));
+  EXPECT_EQ(batch_count(p, 1, 4), 1);
+  EXPECT_EQ(batch_count(Partition::cyclic(0, 3), 0, 4), 0);
 }
 
 TEST(EmbedWork, GroupByShardReadsEachShardOnceInRowOrder) {
-  // Index rows 0..5 live in shards 1,0,1,0,1,0 at rows 0,0,1,1,2,2.
-  std::vector<int32_t> shard = {1, 0, 1, 0, 1, 0};
-  std::vector<int64_t> row = {0, 0, 1, 1, 2, 2};
-  auto reads = group_by_shard({4, 1, 0, 5}, shard, row);
+  // A batch whose positions 0..3 live in shards 1,0,1,0 at rows 2,0,0,2.
+  auto reads = group_by_shard({1, 0, 1, 0}, {2, 0, 0, 2});
   ASSERT_EQ(reads.size(), 2u);
   EXPECT_EQ(reads[0].shard, 0);
   EXPECT_EQ(reads[0].shard_rows, (std::vector<uint64_t>{0, 2}));

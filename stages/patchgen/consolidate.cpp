@@ -1,19 +1,16 @@
 #include "stages/patchgen/consolidate.h"
 
-#include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <map>
-#include <numeric>
+#include <queue>
 
 #include <spdlog/spdlog.h>
 
 #include "common/core/error.h"
 #include "common/core/fs.h"
 #include "common/h5/h5.h"
-#include "common/stage/marker.h"
 #include "common/store/index.h"
-#include "common/core/version.h"
-#include "common/store/store.h"
 
 namespace tessera::patchgen {
 
@@ -21,194 +18,306 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct IndexRow {
-  int64_t patch_id;
-  int32_t slide;
-  int64_t x, y;
-  float tissue;
-  int32_t shard;
-  int64_t row;
+// One shard's columns, read a block at a time.
+class ShardCursor {
+ public:
+  ShardCursor(const std::string& path, int shard)
+      : file_(h5::File::open(path, h5::Mode::kRead)),
+        ids_(file_.open_dataset("patch_id")),
+        slide_(file_.open_dataset("slide")),
+        coords_(file_.open_dataset("coords")),
+        tissue_(file_.open_dataset("tissue")),
+        shard_(shard),
+        rows_(ids_.dims()[0]) {
+    fill();
+  }
+  bool done() const { return pos_ == ids.size() && next_ == rows_; }
+  int64_t id() const { return ids[pos_]; }
+  int shard() const { return shard_; }
+  hsize_t rows() const { return rows_; }
+  int64_t row() const { return static_cast<int64_t>(base_ + pos_); }
+  void advance() {
+    if (++pos_ == ids.size()) fill();
+  }
+  size_t pos() const { return pos_; }
+
+  std::vector<int64_t> ids, coords;
+  std::vector<int32_t> slide;
+  std::vector<float> tissue;
+
+ private:
+  void fill() {
+    base_ = next_;
+    pos_ = 0;
+    const hsize_t n = std::min<hsize_t>(static_cast<hsize_t>(kMergeBlockRows), rows_ - next_);
+    ids.resize(n);
+    slide.resize(n);
+    coords.resize(2 * n);
+    tissue.resize(n);
+    if (n > 0) {
+      ids_.read_rows(ids.data(), next_, n);
+      slide_.read_rows(slide.data(), next_, n);
+      coords_.read_rows(coords.data(), next_, n);
+      tissue_.read_rows(tissue.data(), next_, n);
+    }
+    next_ += n;
+  }
+  h5::File file_;
+  h5::Dataset ids_, slide_, coords_, tissue_;
+  int shard_;
+  hsize_t rows_;
+  hsize_t base_ = 0, next_ = 0;
+  size_t pos_ = 0;
 };
 
-void write_index(const std::string& path, const std::vector<IndexRow>& rows,
-                 const Manifest& manifest, const std::vector<SlidePlan>& plans,
-                 const std::map<int, std::string>& failures, const Config& config,
-                 int world_size, const std::string& fingerprint) {
-  const std::string tmp = path + ".tmp";
-  {
-    h5::File file = h5::File::open(tmp, h5::Mode::kCreateTruncate);
-    const size_t n = rows.size();
-    std::vector<int64_t> ids(n), coords(2 * n), row(n);
-    std::vector<int32_t> slide(n), shard(n);
-    std::vector<float> tissue(n);
-    for (size_t i = 0; i < n; ++i) {
-      ids[i] = rows[i].patch_id;
-      slide[i] = rows[i].slide;
-      coords[2 * i] = rows[i].x;
-      coords[2 * i + 1] = rows[i].y;
-      tissue[i] = rows[i].tissue;
-      shard[i] = rows[i].shard;
-      row[i] = rows[i].row;
-    }
+// Appends rows to index.h5's columns in blocks.
+class IndexColumns {
+ public:
+  explicit IndexColumns(h5::File& f) {
     h5::DatasetOptions opts;
-    if (n > 0) opts.chunk = {std::min<hsize_t>(n, 65536)};
-    h5::DatasetOptions opts2 = opts;
-    if (n > 0) opts2.chunk.push_back(2);
-    file.write_vector("patch_id", ids, opts);
-    file.write_vector("slide", slide, opts);
-    file.write_dataset("coords", h5::Type::kInt64, {n, 2}, coords.data(), opts2);
-    file.write_vector("tissue", tissue, opts);
-    file.write_vector("shard", shard, opts);
-    file.write_vector("row", row, opts);
-    file.set_attr("format_version", kIndexFormatVersion);
-    file.set_attr("patch_size", static_cast<int64_t>(config.patch_size));
-    file.set_attr("mpp", config.mpp);
-    file.set_attr("encoding", config.layout.encoding);
-    file.set_attr("num_shards", static_cast<int64_t>(world_size));
-    file.set_attr("shard_pattern", std::string("shards/rank-%05d.h5"));
-    file.set_attr("config_fingerprint", fingerprint);
-
-    h5::Group slides = file.create_group("slides");
-    std::vector<std::string> ids_s, paths, patients, sources, vendors, status, reasons;
-    std::vector<int64_t> widths, heights, counts;
-    std::vector<int32_t> levels, read_sizes;
-    std::vector<double> mpp_x, mpp_y, downsample;
-    std::vector<int64_t> per_slide(plans.size(), 0);
-    for (const auto& r : rows) ++per_slide[r.slide];
-    for (const auto& s : manifest.slides) {
-      const SlidePlan& p = plans[s.index];
-      auto failure = failures.find(s.index);
-      bool ok = p.ok && failure == failures.end();
-      ids_s.push_back(s.slide_id);
-      paths.push_back(s.path);
-      patients.push_back(s.patient_id);
-      sources.push_back(p.mpp_source);
-      vendors.push_back(p.vendor);
-      status.push_back(ok ? "ok" : "failed");
-      reasons.push_back(!p.ok ? p.reason : failure != failures.end() ? failure->second : "");
-      widths.push_back(p.width);
-      heights.push_back(p.height);
-      counts.push_back(per_slide[s.index]);
-      levels.push_back(p.ok ? p.level.level : -1);
-      read_sizes.push_back(p.ok ? p.level.read_size : 0);
-      mpp_x.push_back(p.mpp_x);
-      mpp_y.push_back(p.mpp_y);
-      downsample.push_back(p.ok ? p.level.footprint / config.patch_size : 0.0);
-    }
-    slides.write_strings("slide_id", ids_s);
-    slides.write_strings("path", paths);
-    slides.write_strings("patient_id", patients);
-    slides.write_vector("width", widths);
-    slides.write_vector("height", heights);
-    slides.write_vector("mpp_x", mpp_x);
-    slides.write_vector("mpp_y", mpp_y);
-    slides.write_strings("mpp_source", sources);
-    slides.write_strings("vendor", vendors);
-    slides.write_vector("level", levels);
-    slides.write_vector("read_size", read_sizes);
-    slides.write_vector("downsample", downsample);
-    slides.write_vector("patch_count", counts);
-    slides.write_strings("status", status);
-    slides.write_strings("reason", reasons);
-    h5::Group meta = slides.create_group("metadata");
-    for (size_t c = 0; c < manifest.metadata_columns.size(); ++c) {
-      std::vector<std::string> values;
-      for (const auto& s : manifest.slides) values.push_back(s.metadata[c]);
-      meta.write_strings(manifest.metadata_columns[c], values);
-    }
-    slides.write_strings("metadata_columns", manifest.metadata_columns);
-    file.close();
+    opts.chunk = {65536};
+    h5::DatasetOptions coord_opts;
+    coord_opts.chunk = {65536, 2};
+    ids_.emplace(f.create_appendable("patch_id", h5::Type::kInt64, {}, opts));
+    slide_.emplace(f.create_appendable("slide", h5::Type::kInt32, {}, opts));
+    coords_.emplace(f.create_appendable("coords", h5::Type::kInt64, {2}, coord_opts));
+    tissue_.emplace(f.create_appendable("tissue", h5::Type::kFloat32, {}, opts));
+    shard_.emplace(f.create_appendable("shard", h5::Type::kInt32, {}, opts));
+    row_.emplace(f.create_appendable("row", h5::Type::kInt64, {}, opts));
   }
-  commit_file(tmp, path);
+  void add(const ShardCursor& c) {
+    const size_t p = c.pos();
+    ids.push_back(c.ids[p]);
+    slide.push_back(c.slide[p]);
+    coords.push_back(c.coords[2 * p]);
+    coords.push_back(c.coords[2 * p + 1]);
+    tissue.push_back(c.tissue[p]);
+    shard.push_back(c.shard());
+    row.push_back(c.row());
+    if (ids.size() == 65536) flush();
+  }
+  void flush() {
+    const hsize_t n = ids.size();
+    if (n == 0) return;
+    ids_->append(ids.data(), n);
+    slide_->append(slide.data(), n);
+    coords_->append(coords.data(), n);
+    tissue_->append(tissue.data(), n);
+    shard_->append(shard.data(), n);
+    row_->append(row.data(), n);
+    written_ += static_cast<int64_t>(n);
+    ids.clear(), slide.clear(), coords.clear(), tissue.clear(), shard.clear(), row.clear();
+  }
+  void close() {
+    flush();
+    for (auto* d : {&ids_, &slide_, &coords_, &tissue_, &shard_, &row_}) (*d)->close();
+  }
+  int64_t written() const { return written_; }
+
+ private:
+  std::optional<h5::Dataset> ids_, slide_, coords_, tissue_, shard_, row_;
+  std::vector<int64_t> ids, coords, row;
+  std::vector<int32_t> slide, shard;
+  std::vector<float> tissue;
+  int64_t written_ = 0;
+};
+
+struct MergeResult {
+  int64_t rows = 0;
+  std::vector<int64_t> per_slide;  // rows per manifest index
+};
+
+// The k-way merge: every shard is sorted by patch_id, so the smallest head is the next row.
+MergeResult merge_shards(h5::File& index, const std::string& stage_dir,
+                         const std::vector<nlohmann::json>& markers,
+                         const std::map<int, std::string>& failures, size_t slides) {
+  std::vector<std::unique_ptr<ShardCursor>> cursors;
+  for (size_t r = 0; r < markers.size(); ++r) {
+    const std::string file = markers[r].at("outputs").at(0).at("file").get<std::string>();
+    cursors.push_back(
+        std::make_unique<ShardCursor>((fs::path(stage_dir) / file).string(), static_cast<int>(r)));
+    if (static_cast<int64_t>(cursors.back()->rows()) != markers[r].at("rows").get<int64_t>()) {
+      fail<IoError>("shard '{}' holds {} patches, its marker records {}", file,
+                    cursors.back()->rows(), markers[r].at("rows").get<int64_t>());
+    }
+  }
+  using Head = std::pair<int64_t, int>;  // patch id, cursor
+  std::priority_queue<Head, std::vector<Head>, std::greater<>> heap;
+  for (size_t r = 0; r < cursors.size(); ++r) {
+    if (!cursors[r]->done()) heap.push({cursors[r]->id(), static_cast<int>(r)});
+  }
+  IndexColumns columns(index);
+  MergeResult result;
+  result.per_slide.assign(slides, 0);
+  int64_t last_id = -1;
+  int last_shard = -1;
+  while (!heap.empty()) {
+    const auto [id, r] = heap.top();
+    heap.pop();
+    ShardCursor& c = *cursors[r];
+    if (id == last_id) {
+      fail<IoError>("patch id {} appears twice (shards {} and {})", id, last_shard, r);
+    }
+    if (id < last_id) fail<IoError>("shard {} is not sorted by patch id at row {}", r, c.row());
+    last_id = id;
+    last_shard = r;
+    const int slide = c.slide[c.pos()];
+    if (!failures.count(slide)) {
+      columns.add(c);
+      ++result.per_slide.at(static_cast<size_t>(slide));
+    }
+    c.advance();
+    if (!c.done()) heap.push({c.id(), r});
+  }
+  columns.close();
+  result.rows = columns.written();
+  return result;
+}
+
+void write_slide_table(h5::File& file, const Manifest& manifest, const PartPlan& part,
+                       const std::vector<SlidePlan>& summaries,
+                       const std::map<int, std::string>& failures,
+                       const std::vector<int64_t>& per_slide, const Config& config) {
+  std::vector<int> position(manifest.slides.size(), -1);
+  for (size_t k = 0; k < part.slides.size(); ++k) position[part.slides[k]] = static_cast<int>(k);
+  h5::Group slides = file.create_group("slides");
+  std::vector<std::string> ids, paths, patients, sources, vendors, status, reasons;
+  std::vector<int64_t> widths, heights, counts;
+  std::vector<int32_t> levels, read_sizes;
+  std::vector<double> mpp_x, mpp_y, downsample;
+  for (const auto& s : manifest.slides) {
+    ids.push_back(s.slide_id);
+    paths.push_back(s.path);
+    patients.push_back(s.patient_id);
+    counts.push_back(per_slide[s.index]);
+    const int k = position[s.index];
+    const SlidePlan empty;
+    const SlidePlan& p = k >= 0 ? summaries[k] : empty;
+    auto failure = failures.find(s.index);
+    if (k < 0) {
+      status.push_back("other_part");
+      reasons.push_back("");
+    } else if (!p.ok || failure != failures.end()) {
+      status.push_back("failed");
+      reasons.push_back(!p.ok ? p.reason : failure->second);
+    } else {
+      status.push_back("ok");
+      reasons.push_back("");
+    }
+    sources.push_back(p.mpp_source);
+    vendors.push_back(p.vendor);
+    widths.push_back(p.width);
+    heights.push_back(p.height);
+    levels.push_back(p.ok ? p.level.level : -1);
+    read_sizes.push_back(p.ok ? p.level.read_size : 0);
+    mpp_x.push_back(p.mpp_x);
+    mpp_y.push_back(p.mpp_y);
+    downsample.push_back(p.ok ? p.level.footprint / config.patch_size : 0.0);
+  }
+  slides.write_strings("slide_id", ids);
+  slides.write_strings("path", paths);
+  slides.write_strings("patient_id", patients);
+  slides.write_vector("width", widths);
+  slides.write_vector("height", heights);
+  slides.write_vector("mpp_x", mpp_x);
+  slides.write_vector("mpp_y", mpp_y);
+  slides.write_strings("mpp_source", sources);
+  slides.write_strings("vendor", vendors);
+  slides.write_vector("level", levels);
+  slides.write_vector("read_size", read_sizes);
+  slides.write_vector("downsample", downsample);
+  slides.write_vector("patch_count", counts);
+  slides.write_strings("status", status);
+  slides.write_strings("reason", reasons);
+  h5::Group meta = slides.create_group("metadata");
+  for (size_t c = 0; c < manifest.metadata_columns.size(); ++c) {
+    std::vector<std::string> values;
+    for (const auto& s : manifest.slides) values.push_back(s.metadata[c]);
+    meta.write_strings(manifest.metadata_columns[c], values);
+  }
+  slides.write_strings("metadata_columns", manifest.metadata_columns);
 }
 
 }  // namespace
 
-nlohmann::json consolidate(const Manifest& manifest, const std::vector<SlidePlan>& plans,
-                           const Config& config, int world_size, const std::string& stage_dir,
-                           const std::string& fingerprint, const std::string& start_time,
-                           double wait_s) {
+nlohmann::json consolidate(const Manifest& manifest, const PartPlan& part, const Config& config,
+                           const std::string& stage_dir, const std::string& fingerprint,
+                           const std::vector<nlohmann::json>& markers) {
   const auto t0 = std::chrono::steady_clock::now();
   std::map<int, std::string> failures;  // slides that failed while extracting, any rank
-  std::vector<IndexRow> rows;
   nlohmann::json totals = {{"read_s", 0.0},  {"resize_s", 0.0}, {"encode_s", 0.0},
-                           {"write_s", 0.0}, {"hash_s", 0.0},   {"total_s", 0.0}};
+                           {"write_s", 0.0}, {"seal_s", 0.0},   {"total_s", 0.0}};
   uint64_t bytes = 0;
-  for (int r = 0; r < world_size; ++r) {
-    const std::string marker_path =
-        (fs::path(stage_dir) / "markers" / rank_file_name(r, ".json")).string();
-    // Each shard's hash was computed by its rank in this job, or verified by it when resuming;
-    // rank 0 checks marker, fingerprint and size without reading every shard a second time.
-    MarkerCheck check = check_marker(marker_path, stage_dir, fingerprint, world_size,
-                                     /*verify_hash=*/false);
-    if (!check.valid) fail<IoError>("rank {} output is not complete: {}", r, check.reason);
-    const auto& m = check.marker;
-    for (const auto& f : m["stats"]["failed_slides"]) {
-      failures.emplace(f["slide"].get<int>(), f["reason"].get<std::string>());
+  for (const auto& m : markers) {
+    for (const auto& f : m.at("stats").at("failed_slides")) {
+      failures.emplace(f.at("slide").get<int>(), f.at("reason").get<std::string>());
     }
-    for (auto& [key, value] : totals.items()) value = value.get<double>() + m["stats"][key].get<double>();
-    bytes += m["file_bytes"].get<uint64_t>();
-    ShardReader shard((fs::path(stage_dir) / m["file"].get<std::string>()).string());
-    ShardColumns c = shard.read_columns();
-    if (static_cast<int64_t>(c.patch_id.size()) != m["rows"].get<int64_t>()) {
-      fail<IoError>("shard '{}' holds {} patches, its marker records {}", shard.path(),
-                    c.patch_id.size(), m["rows"].get<int64_t>());
+    for (auto& [key, value] : totals.items()) {
+      const nlohmann::json& v = key == "seal_s" ? m.at("seal_s") : m.at("stats").at(key);
+      value = value.get<double>() + v.get<double>();
     }
-    for (size_t i = 0; i < c.patch_id.size(); ++i) {
-      rows.push_back({c.patch_id[i], c.slide[i], c.coords[2 * i], c.coords[2 * i + 1], c.tissue[i],
-                      r, static_cast<int64_t>(i)});
-    }
+    for (const auto& o : m.at("outputs")) bytes += o.at("bytes").get<uint64_t>();
   }
-  rows.erase(std::remove_if(rows.begin(), rows.end(),
-                            [&](const IndexRow& row) { return failures.count(row.slide) > 0; }),
-             rows.end());
-  std::sort(rows.begin(), rows.end(),
-            [](const IndexRow& a, const IndexRow& b) { return a.patch_id < b.patch_id; });
+  std::vector<SlidePlan> summaries;
+  for (int s : part.slides) {
+    const std::string path = plan_path(stage_dir, manifest.slides[s].slide_id);
+    auto p = read_plan(path, fingerprint, /*with_patches=*/false);
+    if (!p) fail<IoError>("the plan '{}' is missing or from another configuration", path);
+    summaries.push_back(std::move(*p));
+  }
+
+  const std::string path = (fs::path(stage_dir) / "index.h5").string();
+  const std::string tmp = path + ".tmp";
+  MergeResult merged;
+  {
+    h5::File file = h5::File::open(tmp, h5::Mode::kCreateTruncate);
+    merged = merge_shards(file, stage_dir, markers, failures, manifest.slides.size());
+    file.set_attr("format_version", kIndexFormatVersion);
+    file.set_attr("patch_size", static_cast<int64_t>(config.patch_size));
+    file.set_attr("mpp", config.mpp);
+    file.set_attr("encoding", config.layout.encoding);
+    file.set_attr("num_shards", static_cast<int64_t>(markers.size()));
+    file.set_attr("shard_pattern", std::string("shards/rank-%05d.h5"));
+    file.set_attr("config_fingerprint", fingerprint);
+    file.set_attr("part", static_cast<int64_t>(config.stage.part));
+    file.set_attr("parts", static_cast<int64_t>(config.stage.parts));
+    write_slide_table(file, manifest, part, summaries, failures, merged.per_slide, config);
+    file.close();
+  }
   // The shards together must hold exactly the planned patches of every successful slide.
   int64_t expected = 0;
-  for (const auto& p : plans) {
-    if (p.ok && !failures.count(p.index)) expected += static_cast<int64_t>(p.patches.size());
+  for (size_t k = 0; k < part.slides.size(); ++k) {
+    if (!failures.count(part.slides[k])) expected += part.counts[k];
   }
-  for (size_t i = 1; i < rows.size(); ++i) {
-    if (rows[i].patch_id == rows[i - 1].patch_id) {
-      fail<IoError>("patch id {} appears twice (shards {} and {})", rows[i].patch_id,
-                    rows[i - 1].shard, rows[i].shard);
-    }
-  }
-  if (static_cast<int64_t>(rows.size()) != expected) {
-    fail<IoError>("the shards hold {} patches of successful slides, the plan has {}", rows.size(),
+  if (merged.rows != expected) {
+    fail<IoError>("the shards hold {} patches of successful slides, the plan has {}", merged.rows,
                   expected);
   }
-  write_index((fs::path(stage_dir) / "index.h5").string(), rows, manifest, plans, failures,
-              config, world_size, fingerprint);
+  commit_file(tmp, path);
 
   int slides_failed = 0;
   nlohmann::json failed = nlohmann::json::array();
-  for (const auto& s : manifest.slides) {
-    const SlidePlan& p = plans[s.index];
-    auto f = failures.find(s.index);
-    if (!p.ok || f != failures.end()) {
+  for (size_t k = 0; k < part.slides.size(); ++k) {
+    const int s = part.slides[k];
+    auto f = failures.find(s);
+    if (!summaries[k].ok || f != failures.end()) {
       ++slides_failed;
-      failed.push_back({{"slide_id", s.slide_id}, {"reason", !p.ok ? p.reason : f->second}});
+      failed.push_back({{"slide_id", manifest.slides[s].slide_id},
+                        {"reason", !summaries[k].ok ? summaries[k].reason : f->second}});
     }
   }
-  const int exit_code = slides_failed > 0 ? 3 : 0;
-  double consolidate_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  nlohmann::json summary = summary_base("patchgen", world_size, fingerprint, start_time);
-  summary.update({{"status", slides_failed > 0 ? "completed_with_failures" : "completed"},
-                  {"exit_code", exit_code},
-                  {"slides", manifest.slides.size()},
-                  {"slides_ok", static_cast<int>(manifest.slides.size()) - slides_failed},
-                  {"slides_failed", slides_failed},
-                  {"failed", failed},
-                  {"patches", rows.size()},
-                  {"shard_bytes", bytes},
-                  {"seconds_summed_over_ranks", totals},
-                  {"wait_s_rank0", wait_s},
-                  {"consolidate_s", consolidate_s}});
-  atomic_write_file((fs::path(stage_dir) / "_SUCCESS").string(), summary.dump(2) + "\n");
-  return summary;
+  const int slides = static_cast<int>(part.slides.size());
+  return {{"status", slides_failed > 0 ? "completed_with_failures" : "completed"},
+          {"exit_code", slides_failed > 0 ? kExitSlidesFailed : kExitOk},
+          {"slides", slides},
+          {"slides_ok", slides - slides_failed},
+          {"slides_failed", slides_failed},
+          {"failed", failed},
+          {"patches", merged.rows},
+          {"shard_bytes", bytes},
+          {"seconds_summed_over_ranks", totals},
+          {"consolidate_s",
+           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()}};
 }
 
 }  // namespace tessera::patchgen

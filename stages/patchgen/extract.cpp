@@ -8,13 +8,13 @@
 #include <cstring>
 #include <filesystem>
 #include <optional>
+#include <set>
 
 #include <spdlog/spdlog.h>
 
 #include "common/core/error.h"
 #include "common/core/fs.h"
 #include "common/core/hash.h"
-#include "common/stage/marker.h"
 #include "common/core/progress.h"
 #include "common/stage/partition.h"
 #include "common/slide/slide.h"
@@ -41,12 +41,14 @@ nlohmann::json ExtractStats::to_json() const {
   }
   return {{"patches", patches},   {"planned", planned},   {"failed_slides", failed},
           {"read_s", read_s},     {"resize_s", resize_s}, {"encode_s", encode_s},
-          {"write_s", write_s},   {"hash_s", hash_s},     {"total_s", total_s}};
+          {"write_s", write_s},   {"total_s", total_s}};
 }
 
-ExtractStats extract_rank(const Manifest& manifest, const std::vector<SlidePlan>& plans,
-                          const Config& config, int rank, int world_size,
-                          const std::string& stage_dir, const std::string& fingerprint) {
+std::string shard_file(int rank) { return "shards/" + rank_file_name(rank, ".h5"); }
+
+ExtractStats extract_rank(const Manifest& manifest, const PartPlan& part, const Config& config,
+                          int rank, int world_size, const std::string& stage_dir,
+                          const std::string& fingerprint) {
   if (config.debug_file_size_limit > 0) {
     std::signal(SIGXFSZ, SIG_IGN);  // a write beyond the limit fails with EFBIG instead
     struct rlimit limit {};
@@ -57,63 +59,59 @@ ExtractStats extract_rank(const Manifest& manifest, const std::vector<SlidePlan>
     }
   }
   const auto start = Clock::now();
-  const std::string start_time = utc_timestamp();
-  const std::string shard_rel = "shards/" + rank_file_name(rank, ".h5");
-  const std::string shard_path = (fs::path(stage_dir) / shard_rel).string();
-  const std::string marker_path =
-      (fs::path(stage_dir) / "markers" / rank_file_name(rank, ".json")).string();
-  fs::create_directories(fs::path(shard_path).parent_path());
-  fs::remove(marker_path);
+  const std::string shard_path = (fs::path(stage_dir) / shard_file(rank)).string();
+  std::error_code ec;
+  fs::create_directories(fs::path(shard_path).parent_path(), ec);
+  if (ec) fail<IoError>("cannot create '{}': {}", fs::path(shard_path).parent_path().string(), ec.message());
 
-  std::vector<SlideReadInfo> infos(plans.size());
-  for (const auto& p : plans) {
-    if (p.ok) {
-      infos[p.index] = {p.level.level, p.level.read_size,
-                        p.level.footprint / config.patch_size};
-    }
-  }
-  PatchOrder order(plans);
-  const int64_t total = order.total();
+  const PatchOrder order = part.order();
+  const Partition partition(config.partition, order.total(), world_size);
   ExtractStats stats;
-  const Partition partition(config.partition, total,
-                            world_size);
   stats.planned = partition.count(rank);
 
-  ShardWriter writer(shard_path, config.layout, rank, world_size, infos);
+  ShardWriter writer(shard_path, config.layout, rank, world_size);
   Progress progress("extract (rank 0)", stats.planned, rank == 0,
                     (fs::path(stage_dir) / "progress.jsonl").string(), config.progress_interval);
   const int ps = config.patch_size;
   std::vector<uint8_t> read_buffer, patch(static_cast<size_t>(ps) * ps * 3);
   std::optional<Slide> slide;
-  int open_index = -1;
+  std::optional<SlidePlan> plan;  // of the slide at position `open_position`, patches included
+  int open_position = -1;
+  std::set<int> failed_positions;
   int64_t done = 0;
 
   for (const ItemRun& run : partition.runs(rank)) {
     for (int64_t item = run.first; item < run.first + run.count; ++item) {
       ++done;
-      const auto [s, ordinal] = order.locate(item);
-      if (stats.failed_slides.count(s)) continue;
-      const SlidePlan& plan = plans[s];
+      const auto [position, ordinal] = order.locate(item);
+      if (failed_positions.count(position)) continue;
+      const int s = part.slides[position];
       const SlideEntry& entry = manifest.slides[s];
-      const GridPatch& g = plan.patches[ordinal];
+      if (open_position != position) {
+        slide.reset();
+        plan = read_plan(plan_path(stage_dir, entry.slide_id), fingerprint, /*with_patches=*/true);
+        if (!plan || !plan->ok || plan->patch_count != part.counts[position]) {
+          fail<IoError>("the plan of slide '{}' ('{}') is missing or differs from the planning "
+                        "exchange; rerun the stage",
+                        entry.slide_id, plan_path(stage_dir, entry.slide_id));
+        }
+        open_position = position;
+      }
+      const GridPatch& g = plan->patches[ordinal];
       bool read = false;
       try {
-        if (open_index != s) {
-          slide.reset();
-          open_index = s;
-          slide.emplace(Slide::open(entry.path));
-        }
-        const int rs = plan.level.read_size;
+        if (!slide) slide.emplace(Slide::open(entry.path));
+        const int rs = plan->level.read_size;
         auto t0 = Clock::now();
-        if (plan.level.resample) {
+        if (plan->level.resample) {
           read_buffer.resize(static_cast<size_t>(rs) * rs * 3);
-          slide->read_rgb(g.x, g.y, plan.level.level, rs, rs, read_buffer.data());
+          slide->read_rgb(g.x, g.y, plan->level.level, rs, rs, read_buffer.data());
           stats.read_s += since(t0);
           auto t1 = Clock::now();
           resize_patch(read_buffer.data(), rs, patch.data(), ps);
           stats.resize_s += since(t1);
         } else {
-          slide->read_rgb(g.x, g.y, plan.level.level, ps, ps, patch.data());
+          slide->read_rgb(g.x, g.y, plan->level.level, ps, ps, patch.data());
           stats.read_s += since(t0);
         }
         read = true;
@@ -124,8 +122,8 @@ ExtractStats extract_rank(const Manifest& manifest, const std::vector<SlidePlan>
         }
         spdlog::warn("slide '{}' failed while extracting: {}", entry.slide_id, e.what());
         stats.failed_slides[s] = e.what();
+        failed_positions.insert(position);
         slide.reset();
-        open_index = -1;
       }
       // Outside the try: a failure to write the shard is the rank's, not the slide's.
       if (read) {
@@ -146,19 +144,7 @@ ExtractStats extract_rank(const Manifest& manifest, const std::vector<SlidePlan>
   progress.finish(done);
   stats.encode_s = writer.encode_seconds();
   stats.write_s = writer.write_seconds();
-
-  auto t0 = Clock::now();
-  nlohmann::json marker = marker_base("patchgen", rank, world_size, fingerprint);
-  marker["file"] = shard_rel;
-  marker["file_bytes"] = file_size(shard_path).value_or(0);
-  marker["file_sha256"] = sha256_file(shard_path);
-  stats.hash_s = since(t0);
   stats.total_s = since(start);
-  marker["rows"] = writer.rows();
-  marker["stats"] = stats.to_json();
-  marker["start_time"] = start_time;
-  marker["end_time"] = utc_timestamp();
-  atomic_write_file(marker_path, marker.dump(2) + "\n");
   return stats;
 }
 

@@ -1,4 +1,4 @@
-// One rank's extraction: reads its share of the global patch list from the slides and writes its
+// One rank's extraction: reads its share of the part's patch list from the slides and writes its
 // shard. Never communicates.
 #pragma once
 
@@ -23,18 +23,20 @@ struct ExtractStats {
   double resize_s = 0;
   double encode_s = 0;           // JPEG encoding (encoding jpeg)
   double write_s = 0;            // HDF5 writes, flush and close
-  double hash_s = 0;             // SHA-256 of the finished shard
   double total_s = 0;
   nlohmann::json to_json() const;
 };
 
-// Extracts the patches of `rank` (block-cyclic over `world_size`) into `shard_path` and writes
-// the rank's marker to `marker_path` (atomically, after the shard is closed). A slide that fails
-// to read is recorded in the stats and the marker, its remaining patches skipped; with
-// config.fail_fast the failure is thrown instead (exit code 3). `manifest` and `plans` are
-// indexed by manifest index.
-ExtractStats extract_rank(const Manifest& manifest, const std::vector<SlidePlan>& plans,
-                          const Config& config, int rank, int world_size,
-                          const std::string& stage_dir, const std::string& fingerprint);
+// The shard of `rank` inside a stage directory, relative to it: shards/rank-NNNNN.h5.
+std::string shard_file(int rank);
+
+// Extracts the patches `rank` owns under config.partition (over `world_size` ranks) from the
+// slides into its shard (closed on return; the stage skeleton makes it durable and writes the
+// marker). Reads the plan file of each slide it touches, one at a time. A slide that fails to read
+// is recorded in the stats, its remaining patches skipped; with config.fail_fast the failure is
+// thrown instead (exit code 3). A failure to write the shard is thrown as IoError naming it.
+ExtractStats extract_rank(const Manifest& manifest, const PartPlan& part, const Config& config,
+                          int rank, int world_size, const std::string& stage_dir,
+                          const std::string& fingerprint);
 
 }  // namespace tessera::patchgen

@@ -10,7 +10,9 @@
 #include <filesystem>
 
 #include "common/core/error.h"
-#include "common/stage/marker.h"
+#include <algorithm>
+
+#include "common/stage/partition.h"
 #include "stages/patchgen/plan.h"
 #include "common/store/store.h"
 #include "tests/synthslide/synthslide.h"
@@ -37,9 +39,14 @@ class ExtractTest : public ::testing::Test {
     config_.layout.patch_size = 128;
     config_.layout.chunk_patches = 4;
     config_.qc = false;
-    plans_.push_back(plan_slide(manifest_.slides[0], config_, (dir_ / "qc").string()));
-    ASSERT_TRUE(plans_[0].ok) << plans_[0].reason;
-    ASSERT_GT(plans_[0].patches.size(), 8u);
+    SlidePlan plan = plan_slide(manifest_.slides[0], config_, (dir_ / "qc").string());
+    ASSERT_TRUE(plan.ok) << plan.reason;
+    ASSERT_GT(plan.patches.size(), 8u);
+    fs::create_directories(dir_ / "patchgen/plans");
+    write_plan(plan_path(stage_dir(), "A"), plan, manifest_.slides[0], "fp");
+    part_.slides = {0};
+    part_.counts = {plan.patch_count};
+    part_.failed = {0};
   }
   void TearDown() override { fs::remove_all(dir_); }
 
@@ -48,19 +55,38 @@ class ExtractTest : public ::testing::Test {
   fs::path dir_;
   Manifest manifest_;
   Config config_;
-  std::vector<SlidePlan> plans_;
+  PartPlan part_;
 };
 
-TEST_F(ExtractTest, RanksShareThePatchesAndWriteMarkers) {
-  int64_t rows = 0;
-  for (int rank = 0; rank < 2; ++rank) {
-    ExtractStats stats = extract_rank(manifest_, plans_, config_, rank, 2, stage_dir(), "fp");
-    EXPECT_TRUE(stats.failed_slides.empty());
-    EXPECT_EQ(stats.patches, stats.planned);
-    EXPECT_TRUE(fs::exists(dir_ / "patchgen/markers" / rank_file_name(rank, ".json")));
-    rows += ShardReader((dir_ / "patchgen/shards" / rank_file_name(rank, ".h5")).string()).rows();
+TEST_F(ExtractTest, RanksShareThePatchesReadFromThePlanFile) {
+  for (const char* spec : {"cyclic", "block-cyclic:3", "contiguous"}) {
+    config_.partition = Partition::Spec::parse(spec, "partition");
+    int64_t rows = 0;
+    std::vector<int64_t> ids;
+    for (int rank = 0; rank < 3; ++rank) {
+      ExtractStats stats = extract_rank(manifest_, part_, config_, rank, 3, stage_dir(), "fp");
+      EXPECT_TRUE(stats.failed_slides.empty());
+      EXPECT_EQ(stats.patches, stats.planned);
+      ShardReader shard((dir_ / "patchgen" / shard_file(rank)).string());
+      rows += shard.rows();
+      auto columns = shard.read_columns();
+      EXPECT_TRUE(std::is_sorted(columns.patch_id.begin(), columns.patch_id.end()));
+      ids.insert(ids.end(), columns.patch_id.begin(), columns.patch_id.end());
+    }
+    EXPECT_EQ(rows, part_.counts[0]) << spec;
+    std::sort(ids.begin(), ids.end());
+    EXPECT_EQ(std::adjacent_find(ids.begin(), ids.end()), ids.end()) << spec;
   }
-  EXPECT_EQ(rows, static_cast<int64_t>(plans_[0].patches.size()));
+}
+
+// A plan that does not match the exchanged counts (another configuration's) is refused, not used.
+TEST_F(ExtractTest, APlanOfAnotherConfigurationIsRefused) {
+  try {
+    extract_rank(manifest_, part_, config_, 0, 1, stage_dir(), "other fingerprint");
+    FAIL() << "a plan of another configuration was used";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("plans/A.h5"), std::string::npos) << e.what();
+  }
 }
 
 // A shard that cannot be written (--debug-file-size-limit, as on a full disk) fails the rank
@@ -73,7 +99,7 @@ TEST_F(ExtractTest, ShardWriteFailureIsTheRanksNotTheSlides) {
   EXPECT_EXIT(
       {
         try {
-          extract_rank(manifest_, plans_, config_, 0, 1, stage_dir(), "fp");
+          extract_rank(manifest_, part_, config_, 0, 1, stage_dir(), "fp");
         } catch (const Error& e) {
           std::fprintf(stderr, "%s\n", e.what());
           std::_Exit(e.exit_code());
@@ -81,7 +107,6 @@ TEST_F(ExtractTest, ShardWriteFailureIsTheRanksNotTheSlides) {
         std::_Exit(0);
       },
       ::testing::ExitedWithCode(kExitError), "rank-00000\\.h5");
-  EXPECT_FALSE(fs::exists(dir_ / "patchgen/markers/rank-00000.json"));
 }
 
 }  // namespace

@@ -1,6 +1,5 @@
 #include "stages/patchgen/patchgen.h"
 
-#include <chrono>
 #include <filesystem>
 
 #include <spdlog/spdlog.h>
@@ -8,7 +7,7 @@
 #include "common/core/error.h"
 #include "common/core/fs.h"
 #include "common/core/hash.h"
-#include "common/stage/marker.h"
+#include "common/stage/skeleton.h"
 #include "stages/patchgen/consolidate.h"
 #include "stages/patchgen/extract.h"
 #include "stages/patchgen/plan.h"
@@ -38,94 +37,118 @@ std::optional<Manifest> load_manifest_collectively(const Config& config, Comm& c
   return load_manifest(config.manifest, /*check_files=*/false);
 }
 
-std::vector<SlidePlan> plan_slides(const Manifest& manifest, const Config& config, Comm& comm,
-                                   const std::string& qc_dir) {
-  std::vector<SlidePlan> mine;
-  for (size_t s = comm.rank(); s < manifest.slides.size(); s += comm.size()) {
-    mine.push_back(plan_slide(manifest.slides[s], config, qc_dir));
-    const SlidePlan& p = mine.back();
-    if (p.ok) {
-      spdlog::info("slide '{}': {}x{} px, {:.4f} um/px ({}), level {} read {} px, {} patches",
-                   manifest.slides[s].slide_id, p.width, p.height, p.mpp_x, p.mpp_source,
-                   p.level.level, p.level.read_size, p.patches.size());
-    } else {
-      spdlog::warn("slide '{}' failed: {}", manifest.slides[s].slide_id, p.reason);
+void make_directory(const std::string& path) {
+  std::error_code ec;
+  fs::create_directories(path, ec);
+  if (ec) fail<IoError>("cannot create '{}': {}", path, ec.message());
+}
+
+class PatchgenWork final : public StageWork {
+ public:
+  PatchgenWork(const Manifest& manifest, const Config& config, std::string stage_dir,
+               std::string fingerprint)
+      : manifest_(manifest),
+        config_(config),
+        dir_(std::move(stage_dir)),
+        fingerprint_(std::move(fingerprint)) {
+    for (const auto& s : manifest_.slides) {
+      if (s.index % config_.stage.parts == config_.stage.part) part_.slides.push_back(s.index);
     }
   }
-  std::vector<SlidePlan> plans(manifest.slides.size());
-  for (const auto& bytes : comm.allgather(encode_plans(mine))) {
-    for (auto& p : decode_plans(bytes)) plans[p.index] = std::move(p);
+
+  // Slide k of the part is planned by rank k mod R; a plan kept from an earlier attempt of the
+  // same configuration is reused. Ranks then exchange one count per slide, nothing more.
+  std::optional<int> setup(Comm& comm, StageAction action) override {
+    const std::string qc_dir = (fs::path(dir_) / "qc").string();
+    make_directory(qc_dir);
+    make_directory((fs::path(dir_) / "plans").string());
+    const size_t n = part_.slides.size();
+    std::vector<int64_t> exchange(2 * n, 0);  // counts, then failed flags
+    for (size_t k = static_cast<size_t>(comm.rank()); k < n; k += static_cast<size_t>(comm.size())) {
+      const SlideEntry& entry = manifest_.slides[part_.slides[k]];
+      const std::string path = plan_path(dir_, entry.slide_id);
+      std::optional<SlidePlan> plan;
+      if (action == StageAction::kResume) plan = read_plan(path, fingerprint_, false);
+      if (plan) {
+        spdlog::debug("slide '{}': plan kept from an earlier attempt", entry.slide_id);
+      } else {
+        plan = plan_slide(entry, config_, qc_dir);
+        write_plan(path, *plan, entry, fingerprint_);
+        if (plan->ok) {
+          spdlog::info("slide '{}': {}x{} px, {:.4f} um/px ({}), level {} read {} px, {} patches",
+                       entry.slide_id, plan->width, plan->height, plan->mpp_x, plan->mpp_source,
+                       plan->level.level, plan->level.read_size, plan->patch_count);
+        } else {
+          spdlog::warn("slide '{}' failed: {}", entry.slide_id, plan->reason);
+        }
+      }
+      exchange[k] = plan->ok ? plan->patch_count : 0;
+      exchange[n + k] = plan->ok ? 0 : 1;
+    }
+    comm.allreduce_sum(exchange);
+    part_.counts.assign(exchange.begin(), exchange.begin() + static_cast<std::ptrdiff_t>(n));
+    part_.failed.assign(exchange.begin() + static_cast<std::ptrdiff_t>(n), exchange.end());
+    int failed = 0;
+    for (uint8_t f : part_.failed) failed += f;
+    if (comm.rank() == 0) {
+      spdlog::info("plan: {} patches from {} slides ({} failed){}", part_.order().total(),
+                   n - failed, failed,
+                   config_.stage.parts > 1
+                       ? fmt::format(", part {} of {}", config_.stage.part, config_.stage.parts)
+                       : "");
+    }
+    if (config_.fail_fast && failed > 0) {
+      if (comm.rank() == 0) {
+        spdlog::error("{} slide(s) failed and --fail-fast is set; stopping before extraction",
+                      failed);
+      }
+      return kExitSlidesFailed;
+    }
+    return std::nullopt;
   }
-  return plans;
-}
+
+  RankResult rank_work(int rank, int world_size) override {
+    ExtractStats stats =
+        extract_rank(manifest_, part_, config_, rank, world_size, dir_, fingerprint_);
+    spdlog::info("wrote {} patches in {:.1f}s (read {:.1f}s, write {:.1f}s)", stats.patches,
+                 stats.total_s, stats.read_s, stats.write_s);
+    RankResult result;
+    result.outputs = {shard_file(rank)};
+    result.fields = {{"rows", stats.patches}, {"stats", stats.to_json()}};
+    return result;
+  }
+
+  nlohmann::json finish(Comm& comm, const std::vector<nlohmann::json>& markers) override {
+    if (comm.rank() != 0) return {};
+    nlohmann::json summary = consolidate(manifest_, part_, config_, dir_, fingerprint_, markers);
+    spdlog::info("patchgen complete: {} patches, {} slides ok, {} failed; index '{}/index.h5', "
+                 "QC images in '{}/qc'",
+                 summary["patches"].get<int64_t>(), summary["slides_ok"].get<int>(),
+                 summary["slides_failed"].get<int>(), dir_, dir_);
+    return summary;
+  }
+
+ private:
+  const Manifest& manifest_;
+  const Config& config_;
+  std::string dir_;
+  std::string fingerprint_;
+  PartPlan part_;
+};
 
 }  // namespace
 
 int run(const Config& config, Comm& comm) {
-  const std::string start_time = utc_timestamp();
   auto manifest = load_manifest_collectively(config, comm);
   if (!manifest) return kExitBadInput;
-  const std::string stage_dir = (fs::path(config.out) / "patchgen").string();
+  const std::string root = (fs::path(config.out) / "patchgen").string();
+  const std::string stage_dir = part_dir(root, config.stage.part, config.stage.parts);
   const std::string fingerprint =
       sha256_hex(config.fingerprint_ini + "manifest_sha256 = " + sha256_file(config.manifest) + "\n");
-  StageState state =
-      prepare_stage(comm, "patchgen", stage_dir, config.config_ini, fingerprint, config.stage.overwrite);
-  if (state.action == StageAction::kComplete) {
-    auto summary = read_json_file((fs::path(stage_dir) / "_SUCCESS").string());
-    int code = summary ? summary->value("exit_code", 0) : 0;
-    if (comm.rank() == 0) {
-      spdlog::info("'{}' is already complete for this configuration ({} patches); nothing to do",
-                   stage_dir, summary ? summary->value("patches", 0) : 0);
-    }
-    return code;
-  }
-  if (comm.rank() == 0) {
-    spdlog::info("patchgen: {} slides, {} ranks, run directory '{}' ({})", manifest->slides.size(),
-                 comm.size(), stage_dir,
-                 state.action == StageAction::kResume ? "resuming" : "fresh");
-  }
-  const std::string qc_dir = (fs::path(stage_dir) / "qc").string();
-  if (comm.rank() == 0) fs::create_directories(qc_dir);
-  comm.barrier();
-
-  std::vector<SlidePlan> plans = plan_slides(*manifest, config, comm, qc_dir);
-  int failed_at_planning = 0;
-  for (const auto& p : plans) failed_at_planning += p.ok ? 0 : 1;
-  if (config.fail_fast && failed_at_planning > 0) {
-    if (comm.rank() == 0) {
-      spdlog::error("{} slide(s) failed and --fail-fast is set; stopping before extraction",
-                    failed_at_planning);
-    }
-    return kExitSlidesFailed;
-  }
-  if (comm.rank() == 0) {
-    int64_t total = PatchOrder(plans).total();
-    spdlog::info("plan: {} patches from {} slides ({} failed)", total,
-                 plans.size() - failed_at_planning, failed_at_planning);
-  }
-
-  const std::string marker_path =
-      (fs::path(stage_dir) / "markers" / rank_file_name(comm.rank(), ".json")).string();
-  if (!rank_output_complete(state.action, marker_path, stage_dir, fingerprint, comm.size())) {
-    ExtractStats stats = extract_rank(*manifest, plans, config, comm.rank(), comm.size(),
-                                      stage_dir, fingerprint);
-    spdlog::info("wrote {} patches in {:.1f}s (read {:.1f}s, write {:.1f}s)", stats.patches,
-                 stats.total_s, stats.read_s, stats.write_s);
-  }
-  const double wait_s = timed_barrier(comm);
-
-  std::string outcome;
-  if (comm.rank() == 0) {
-    nlohmann::json summary =
-        consolidate(*manifest, plans, config, comm.size(), stage_dir, fingerprint, start_time, wait_s);
-    spdlog::info("patchgen complete: {} patches, {} slides ok, {} failed; index '{}/index.h5', "
-                 "QC images in '{}'",
-                 summary["patches"].get<int64_t>(), summary["slides_ok"].get<int>(),
-                 summary["slides_failed"].get<int>(), stage_dir, qc_dir);
-    outcome = std::to_string(summary["exit_code"].get<int>());
-  }
-  outcome = comm.broadcast(outcome, 0);
-  return std::stoi(outcome);
+  PatchgenWork work(*manifest, config, stage_dir, fingerprint);
+  StageRun run{"patchgen", stage_dir, config.config_ini, fingerprint, config.stage,
+               {{"part", config.stage.part}, {"parts", config.stage.parts}}};
+  return run_stage(comm, run, work);
 }
 
 }  // namespace tessera::patchgen

@@ -4,12 +4,13 @@
 #include <cmath>
 #include <filesystem>
 
-#include <nlohmann/json.hpp>
 #include <opencv2/core.hpp>
 #include <opencv2/imgproc.hpp>
 #include <spdlog/spdlog.h>
 
 #include "common/core/error.h"
+#include "common/core/fs.h"
+#include "common/h5/h5.h"
 #include "stages/patchgen/qc.h"
 #include "common/slide/slide.h"
 
@@ -120,78 +121,106 @@ SlidePlan plan_slide(const SlideEntry& entry, const Config& config, const std::s
                                     config.min_tissue));
   }
   plan.ok = true;
+  plan.patch_count = static_cast<int64_t>(plan.patches.size());
   return plan;
 }
 
-std::string encode_plans(const std::vector<SlidePlan>& plans) {
-  nlohmann::json all = nlohmann::json::array();
-  for (const auto& p : plans) {
-    std::vector<int64_t> xs, ys;
-    std::vector<float> tissue;
-    for (const auto& g : p.patches) {
-      xs.push_back(g.x);
-      ys.push_back(g.y);
-      tissue.push_back(g.tissue);
+std::string plan_path(const std::string& stage_dir, const std::string& slide_id) {
+  return (std::filesystem::path(stage_dir) / "plans" / (slide_id + ".h5")).string();
+}
+
+void write_plan(const std::string& path, const SlidePlan& plan, const SlideEntry& entry,
+                const std::string& fingerprint) {
+  const std::string tmp = path + ".tmp";
+  {
+    h5::File f = h5::File::open(tmp, h5::Mode::kCreateTruncate);
+    f.set_attr("format_version", kPlanFormatVersion);
+    f.set_attr("config_fingerprint", fingerprint);
+    f.set_attr("slide_index", static_cast<int64_t>(plan.index));
+    f.set_attr("slide_id", entry.slide_id);
+    f.set_attr("ok", static_cast<int64_t>(plan.ok));
+    f.set_attr("reason", plan.reason);
+    f.set_attr("width", plan.width);
+    f.set_attr("height", plan.height);
+    f.set_attr("mpp_x", plan.mpp_x);
+    f.set_attr("mpp_y", plan.mpp_y);
+    f.set_attr("mpp_source", plan.mpp_source);
+    f.set_attr("vendor", plan.vendor);
+    f.set_attr("level", static_cast<int64_t>(plan.level.level));
+    f.set_attr("level_downsample", plan.level.level_downsample);
+    f.set_attr("level_mpp", plan.level.level_mpp);
+    f.set_attr("read_size", static_cast<int64_t>(plan.level.read_size));
+    f.set_attr("resample", static_cast<int64_t>(plan.level.resample));
+    f.set_attr("footprint", plan.level.footprint);
+    f.set_attr("tissue_pixels", plan.tissue_pixels);
+    const size_t n = plan.patches.size();
+    std::vector<int64_t> coords(2 * n);
+    std::vector<float> tissue(n);
+    for (size_t i = 0; i < n; ++i) {
+      coords[2 * i] = plan.patches[i].x;
+      coords[2 * i + 1] = plan.patches[i].y;
+      tissue[i] = plan.patches[i].tissue;
     }
-    all.push_back({{"index", p.index},       {"ok", p.ok},
-                   {"reason", p.reason},     {"width", p.width},
-                   {"height", p.height},     {"mpp_x", p.mpp_x},
-                   {"mpp_y", p.mpp_y},       {"mpp_source", p.mpp_source},
-                   {"vendor", p.vendor},     {"level", p.level.level},
-                   {"level_downsample", p.level.level_downsample},
-                   {"level_mpp", p.level.level_mpp},
-                   {"read_size", p.level.read_size},
-                   {"resample", p.level.resample},
-                   {"footprint", p.level.footprint},
-                   {"tissue_pixels", p.tissue_pixels},
-                   {"x", xs},                {"y", ys},
-                   {"tissue", tissue}});
+    h5::DatasetOptions opts;
+    opts.chunk = {16384};
+    f.write_dataset("coords", h5::Type::kInt64, {n, 2}, coords.data(), opts);
+    f.write_dataset("tissue", h5::Type::kFloat32, {n}, tissue.data(), opts);
+    f.close();
   }
-  auto bytes = nlohmann::json::to_cbor(all);
-  return std::string(bytes.begin(), bytes.end());
+  commit_file(tmp, path);
 }
 
-std::vector<SlidePlan> decode_plans(const std::string& bytes) {
-  auto all = nlohmann::json::from_cbor(bytes);
-  std::vector<SlidePlan> plans;
-  for (const auto& j : all) {
-    SlidePlan p;
-    p.index = j.at("index");
-    p.ok = j.at("ok");
-    p.reason = j.at("reason");
-    p.width = j.at("width");
-    p.height = j.at("height");
-    p.mpp_x = j.at("mpp_x");
-    p.mpp_y = j.at("mpp_y");
-    p.mpp_source = j.at("mpp_source");
-    p.vendor = j.at("vendor");
-    p.level.level = j.at("level");
-    p.level.level_downsample = j.at("level_downsample");
-    p.level.level_mpp = j.at("level_mpp");
-    p.level.read_size = j.at("read_size");
-    p.level.resample = j.at("resample");
-    p.level.footprint = j.at("footprint");
-    p.tissue_pixels = j.at("tissue_pixels");
-    auto xs = j.at("x").get<std::vector<int64_t>>();
-    auto ys = j.at("y").get<std::vector<int64_t>>();
-    auto tissue = j.at("tissue").get<std::vector<float>>();
-    for (size_t i = 0; i < xs.size(); ++i) p.patches.push_back({xs[i], ys[i], tissue[i]});
-    plans.push_back(std::move(p));
+std::optional<SlidePlan> read_plan(const std::string& path, const std::string& fingerprint,
+                                   bool with_patches) {
+  if (!file_size(path)) return std::nullopt;
+  h5::File f = h5::File::open(path, h5::Mode::kRead);
+  if (f.attr_int("format_version") != kPlanFormatVersion ||
+      f.attr_string("config_fingerprint") != fingerprint) {
+    return std::nullopt;
   }
-  return plans;
+  SlidePlan p;
+  p.index = static_cast<int>(f.attr_int("slide_index"));
+  p.ok = f.attr_int("ok") != 0;
+  p.reason = f.attr_string("reason");
+  p.width = f.attr_int("width");
+  p.height = f.attr_int("height");
+  p.mpp_x = f.attr_double("mpp_x");
+  p.mpp_y = f.attr_double("mpp_y");
+  p.mpp_source = f.attr_string("mpp_source");
+  p.vendor = f.attr_string("vendor");
+  p.level.level = static_cast<int>(f.attr_int("level"));
+  p.level.level_downsample = f.attr_double("level_downsample");
+  p.level.level_mpp = f.attr_double("level_mpp");
+  p.level.read_size = static_cast<int>(f.attr_int("read_size"));
+  p.level.resample = f.attr_int("resample") != 0;
+  p.level.footprint = f.attr_double("footprint");
+  p.tissue_pixels = f.attr_int("tissue_pixels");
+  h5::Dataset coords_ds = f.open_dataset("coords");
+  p.patch_count = static_cast<int64_t>(coords_ds.dims()[0]);
+  if (with_patches) {
+    const auto coords = coords_ds.read_all<int64_t>();
+    const auto tissue = f.open_dataset("tissue").read_all<float>();
+    if (tissue.size() != static_cast<size_t>(p.patch_count)) {
+      fail<IoError>("plan '{}' is inconsistent: {} coordinates, {} tissue values", path,
+                    p.patch_count, tissue.size());
+    }
+    p.patches.resize(tissue.size());
+    for (size_t i = 0; i < tissue.size(); ++i) {
+      p.patches[i] = {coords[2 * i], coords[2 * i + 1], tissue[i]};
+    }
+  }
+  return p;
 }
 
-PatchOrder::PatchOrder(const std::vector<SlidePlan>& plans) {
+PatchOrder::PatchOrder(const std::vector<int64_t>& counts) {
   offsets_.push_back(0);
-  for (const auto& p : plans) {
-    offsets_.push_back(offsets_.back() + (p.ok ? static_cast<int64_t>(p.patches.size()) : 0));
-  }
+  for (int64_t c : counts) offsets_.push_back(offsets_.back() + c);
 }
 
 std::pair<int, int64_t> PatchOrder::locate(int64_t i) const {
   auto it = std::upper_bound(offsets_.begin(), offsets_.end(), i);
-  int slide = static_cast<int>(it - offsets_.begin()) - 1;
-  return {slide, i - offsets_[slide]};
+  int position = static_cast<int>(it - offsets_.begin()) - 1;
+  return {position, i - offsets_[position]};
 }
 
 }  // namespace tessera::patchgen

@@ -1,9 +1,12 @@
-// The per-slide plan (tissue detection and patch grid) and the global patch order built from all
-// plans. Detection runs on the rank owning the slide (slide s on rank s mod R); plans are
-// exchanged once with Comm::allgather, so every rank holds the whole plan.
+// The per-slide plan (tissue detection and patch grid), its file, and the patch order of a part.
+// Detection runs on one rank per slide, which writes the slide's plan file; ranks exchange only
+// per-slide patch counts and read the plans of the slides they extract, one at a time, so no rank
+// holds more than one slide's patches. Plan files are kept, so a resumed run does not detect
+// again.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +28,7 @@ struct SlidePlan {
   std::string vendor;
   LevelChoice level;
   int64_t tissue_pixels = 0;  // of the detection mask
+  int64_t patch_count = 0;    // patches.size(), also when only the summary was read
   std::vector<GridPatch> patches;
 };
 
@@ -38,25 +42,50 @@ inline constexpr double kMaxUpsample = 2.0;
 // failures to write the QC image throw.
 SlidePlan plan_slide(const SlideEntry& slide, const Config& config, const std::string& qc_dir);
 
-// Compact binary (CBOR) encoding of plans for the exchange between ranks.
-std::string encode_plans(const std::vector<SlidePlan>& plans);
-std::vector<SlidePlan> decode_plans(const std::string& bytes);
+inline constexpr int64_t kPlanFormatVersion = 1;
 
-// The global patch list: patches of successful slides in manifest order, each slide's in (y, x)
-// order. Item i is patch `ordinal` of slide `slide`.
+// Writes `plan` to `path` (HDF5, under a temporary name, fsync'ed and renamed): the slide's
+// summary as attributes and its patches as /coords int64 [n, 2] and /tissue float32 [n], with
+// per-chunk checksums. `fingerprint` ties the plan to the configuration that made it. Throws
+// IoError naming the file.
+void write_plan(const std::string& path, const SlidePlan& plan, const SlideEntry& entry,
+                const std::string& fingerprint);
+
+// Reads a plan written by write_plan; nullopt when the file is missing or was made with another
+// fingerprint. With `with_patches` false only the summary is read (patches stays empty and
+// `patch_count` holds the count). Throws IoError naming the file when it is unreadable.
+std::optional<SlidePlan> read_plan(const std::string& path, const std::string& fingerprint,
+                                   bool with_patches);
+
+// The plan file of a slide inside a stage directory: plans/<slide_id>.h5.
+std::string plan_path(const std::string& stage_dir, const std::string& slide_id);
+
+// The patch list of a part: the patches of its successful slides in manifest order, each slide's
+// in (y, x) order. Built from per-slide counts only (O(slides) memory): item i is patch
+// `ordinal` of the slide at position `k` of the part's slide list.
 class PatchOrder {
  public:
-  explicit PatchOrder(const std::vector<SlidePlan>& plans);  // plans indexed by manifest index
+  explicit PatchOrder(const std::vector<int64_t>& counts);  // per position, 0 for failed slides
   int64_t total() const { return offsets_.back(); }
-  // The slide and ordinal of global item i (0 <= i < total()). O(log slides).
+  // The position and ordinal of item i (0 <= i < total()). O(log slides).
   std::pair<int, int64_t> locate(int64_t i) const;
-  int64_t slide_offset(int slide) const { return offsets_[slide]; }
+  int64_t offset(int position) const { return offsets_[position]; }
+  int64_t count(int position) const { return offsets_[position + 1] - offsets_[position]; }
 
  private:
-  std::vector<int64_t> offsets_;  // offsets_[s]: first global item of slide s; back(): total
+  std::vector<int64_t> offsets_;  // offsets_[k]: first item of position k; back(): total
 };
 
-// Stable patch id: slide_index << 32 | ordinal within the slide.
+// What every rank knows about its part after planning: O(slides of the part).
+struct PartPlan {
+  std::vector<int> slides;      // manifest indices of the part's slides, ascending
+  std::vector<int64_t> counts;  // patches per position; 0 when the slide failed at planning
+  std::vector<uint8_t> failed;  // per position: 1 when the slide failed at planning
+  PatchOrder order() const { return PatchOrder(counts); }
+};
+
+// Stable patch id: slide_index << 32 | ordinal within the slide. The same for a slide whatever
+// the number of parts and ranks.
 inline int64_t make_patch_id(int slide, int64_t ordinal) {
   return (static_cast<int64_t>(slide) << 32) | ordinal;
 }

@@ -1,0 +1,120 @@
+#include "common/stage/skeleton.h"
+
+#include <chrono>
+#include <filesystem>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "common/core/error.h"
+#include "common/core/fs.h"
+
+namespace tessera {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// Rank 0 reports a failure to every rank as a message, so that no rank waits in a collective for
+// a rank that threw.
+int agreed_exit_code(Comm& comm, int code) {
+  return static_cast<int>(comm.broadcast(std::to_string(code), 0).at(0) - '0');
+}
+
+}  // namespace
+
+std::string part_dir(const std::string& root, int part, int parts) {
+  if (parts == 1) return root;
+  return (fs::path(root) / fmt::format("part-{:05d}-of-{:05d}", part, parts)).string();
+}
+
+std::string marker_path(const std::string& stage_dir, int rank) {
+  return (fs::path(stage_dir) / "markers" / rank_file_name(rank, ".json")).string();
+}
+
+int run_stage(Comm& comm, const StageRun& run, StageWork& work) {
+  const std::string start_time = utc_timestamp();
+  StageState state = prepare_stage(comm, run.stage, run.dir, run.config_ini, run.fingerprint,
+                                   run.options, run.run_fields);
+  if (state.action == StageAction::kComplete) {
+    int code = 0;
+    if (comm.rank() == 0) {
+      auto summary = read_json_file((fs::path(run.dir) / "_SUCCESS").string());
+      code = summary ? summary->value("exit_code", 0) : 0;
+      spdlog::info("'{}' is already complete for this configuration; nothing to do", run.dir);
+    }
+    return agreed_exit_code(comm, code);
+  }
+  if (comm.rank() == 0) {
+    spdlog::info("{}: {} ranks, directory '{}' ({})", run.stage, comm.size(), run.dir,
+                 state.action == StageAction::kResume ? "resuming" : "fresh");
+  }
+  if (std::optional<int> early = work.setup(comm, state.action)) return *early;
+
+  const std::string mine = marker_path(run.dir, comm.rank());
+  bool done = false;
+  if (state.action == StageAction::kResume) {
+    MarkerCheck check =
+        check_marker(mine, run.dir, run.fingerprint, comm.size(), run.options.verify);
+    done = check.valid;
+    if (done) {
+      spdlog::info("rank output is complete (marker checked, --verify {}), skipping it",
+                   to_string(run.options.verify));
+    } else {
+      spdlog::info("redoing rank output: {}", check.reason);
+    }
+  }
+  if (!done) {
+    std::error_code ec;
+    fs::remove(mine, ec);
+    if (ec) fail<IoError>("cannot remove the stale marker '{}': {}", mine, ec.message());
+    const std::string rank_start = utc_timestamp();
+    RankResult result = work.rank_work(comm.rank(), comm.size());
+    const auto t0 = Clock::now();
+    nlohmann::json marker = marker_base(run.stage, comm.rank(), comm.size(), run.fingerprint);
+    nlohmann::json outputs = nlohmann::json::array();
+    for (const auto& file : result.outputs) outputs.push_back(seal_output(run.dir, file).to_json());
+    marker["outputs"] = outputs;
+    marker["seal_s"] = since(t0);  // fsync and hashing of the outputs
+    marker["start_time"] = rank_start;
+    marker["end_time"] = utc_timestamp();
+    marker.update(result.fields);
+    if (run.run_fields.is_object()) marker.update(run.run_fields);
+    atomic_write_file(mine, marker.dump(2) + "\n");
+  }
+  const double wait_s = timed_barrier(comm);
+
+  const auto finish_start = Clock::now();
+  std::vector<nlohmann::json> markers;
+  if (comm.rank() == 0) {
+    // Every marker was written or checked by its own rank in this job; rank 0 re-checks the
+    // cheap part (sizes and the files' ends) before it builds on them.
+    for (int r = 0; r < comm.size(); ++r) {
+      MarkerCheck check = check_marker(marker_path(run.dir, r), run.dir, run.fingerprint,
+                                       comm.size(), VerifyLevel::kCheap);
+      if (!check.valid) fail<IoError>("rank {} output is not complete: {}", r, check.reason);
+      markers.push_back(std::move(check.marker));
+    }
+  }
+  nlohmann::json fields = work.finish(comm, markers);
+  int code = 0;
+  if (comm.rank() == 0) {
+    nlohmann::json summary = summary_base(run.stage, comm.size(), run.fingerprint, start_time);
+    summary["exit_code"] = 0;
+    if (fields.is_object()) summary.update(fields);
+    if (run.run_fields.is_object()) summary.update(run.run_fields);
+    summary["wait_s_rank0"] = wait_s;
+    summary["finish_s"] = since(finish_start);
+    atomic_write_file((fs::path(run.dir) / "_SUCCESS").string(), summary.dump(2) + "\n");
+    code = summary["exit_code"].get<int>();
+  }
+  return agreed_exit_code(comm, code);
+}
+
+}  // namespace tessera

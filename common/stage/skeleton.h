@@ -1,0 +1,72 @@
+// The one sequence every stage runs (patchgen, embed, ingest): run layout, lock, the
+// fresh/resume/complete decision, set-up, rank work, markers, barrier, rank 0's finish, _SUCCESS,
+// and one exit code for all ranks. A stage plugs its work in through StageWork; everything
+// around it lives here once.
+//
+//   prepare_stage (rank 0 locks, decides, broadcasts)
+//     complete -> every rank returns _SUCCESS's exit code; nothing else runs
+//   work.setup(comm)                          collective; expensive set-up happens only here
+//   this rank's marker valid (resume)?  skip : work.rank_work() -> seal outputs -> marker
+//   barrier (waiting ranks sleep, they do not spin)
+//   rank 0 checks every marker
+//   work.finish(comm, markers)                collective; rank 0 returns the summary
+//   rank 0 writes _SUCCESS; the exit code is broadcast
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/mpi/comm.h"
+#include "common/stage/marker.h"
+#include "common/stage/stage_options.h"
+
+namespace tessera {
+
+// What the skeleton needs to know about a stage invocation.
+struct StageRun {
+  std::string stage;        // "patchgen", "embed", "ingest"
+  std::string dir;          // the stage directory (of this part)
+  std::string config_ini;   // saved as config.ini on a fresh start
+  std::string fingerprint;  // what the outputs depend on
+  StageOptions options;
+  nlohmann::json run_fields;  // extra fields for run.json and _SUCCESS (part, parts, inputs)
+};
+
+// The outputs of one rank: files closed and written under the stage directory (relative paths),
+// plus stage-specific marker fields (rows, stats, ...).
+struct RankResult {
+  std::vector<std::string> outputs;
+  nlohmann::json fields = nlohmann::json::object();
+};
+
+class StageWork {
+ public:
+  virtual ~StageWork() = default;
+  // Collective. Runs once the skeleton has decided there is work (fresh or resumed), before any
+  // rank's work: detection plans, loading a model. Returns an exit code to end the stage early on
+  // every rank (the same on all ranks), or nullopt to go on.
+  virtual std::optional<int> setup(Comm& comm, StageAction action) = 0;
+  // Not collective. This rank's work; called only when its marker is missing or invalid. Output
+  // files must be closed when it returns; the skeleton makes them durable and writes the marker.
+  virtual RankResult rank_work(int rank, int world_size) = 0;
+  // Collective, after every rank's marker is written. `markers` holds every rank's marker on rank
+  // 0 (checked by the skeleton) and is empty elsewhere. Rank 0 returns the stage's summary fields
+  // (with "exit_code" when not 0); other ranks' return values are ignored.
+  virtual nlohmann::json finish(Comm& comm, const std::vector<nlohmann::json>& markers) = 0;
+};
+
+// Collective. Runs the stage and returns its exit code, the same on every rank. Errors are thrown
+// (the MPI entry point turns them into an exit code and ends the job).
+int run_stage(Comm& comm, const StageRun& run, StageWork& work);
+
+// The directory of one part of a stage: `root` itself when parts == 1, else
+// root/part-PPPPP-of-QQQQQ.
+std::string part_dir(const std::string& root, int part, int parts);
+
+// Not collective. The marker of `rank` in `stage_dir`.
+std::string marker_path(const std::string& stage_dir, int rank);
+
+}  // namespace tessera
