@@ -73,7 +73,6 @@ TEST(EmbedConfig, RunControlAndDebugOptionsAreNotFingerprinted) {
            {"--overwrite"},
            {"--verify", "full"},
            {"--file-locking", "false"},
-           {"--run", "elsewhere"},
            {"--debug-kill-rank", "0", "--debug-kill-after", "3"}}) {
     auto with_model = args;
     with_model.insert(with_model.begin(), {"--model", "vit-tiny"});
