@@ -38,10 +38,64 @@ std::string marker_path(const std::string& stage_dir, int rank) {
   return (fs::path(stage_dir) / "markers" / rank_file_name(rank, ".json")).string();
 }
 
+namespace {
+
+// Each rank checks the markers r, r + R, ... of `stage_dir`; returns the first problem found on
+// any rank, "" when every marker is valid.
+std::string check_markers_shared(Comm& comm, const std::string& stage_dir,
+                                 const std::string& fingerprint, int world_size,
+                                 VerifyLevel level) {
+  std::string problem;
+  for (int r = comm.rank(); r < world_size && problem.empty(); r += comm.size()) {
+    MarkerCheck check = check_marker(marker_path(stage_dir, r), stage_dir, fingerprint,
+                                     world_size, level);
+    if (!check.valid) problem = fmt::format("rank {} of '{}': {}", r, stage_dir, check.reason);
+  }
+  for (const auto& p : comm.allgather(problem)) {
+    if (!p.empty()) return p;
+  }
+  return "";
+}
+
+}  // namespace
+
+nlohmann::json check_stage_input(Comm& comm, const std::string& stage_dir, VerifyLevel level) {
+  const auto success = read_json_file((fs::path(stage_dir) / "_SUCCESS").string());
+  const auto run = read_json_file((fs::path(stage_dir) / "run.json").string());
+  if (!success || !run) {
+    fail<InvalidInput>("'{}' is not complete (no _SUCCESS): run that stage first or finish its "
+                       "rerun",
+                       stage_dir);
+  }
+  const std::string problem =
+      check_markers_shared(comm, stage_dir, run->value("config_fingerprint", ""),
+                           run->value("world_size", 0), level);
+  if (!problem.empty()) {
+    fail<IoError>("input {} is damaged or incomplete: {}; rerun that stage with --verify full to "
+                  "redo what is damaged",
+                  run->value("stage", "stage"), problem);
+  }
+  return *run;
+}
+
 int run_stage(Comm& comm, const StageRun& run, StageWork& work) {
   const std::string start_time = utc_timestamp();
   StageState state = prepare_stage(comm, run.stage, run.dir, run.config_ini, run.fingerprint,
                                    run.options, run.run_fields);
+  if (state.action == StageAction::kComplete && run.options.verify == VerifyLevel::kFull) {
+    // A complete stage checked in full: anything damaged since is redone, the rest kept.
+    const std::string problem =
+        check_markers_shared(comm, run.dir, run.fingerprint, comm.size(), VerifyLevel::kFull);
+    if (!problem.empty()) {
+      if (comm.rank() == 0) {
+        spdlog::warn("'{}' was complete but {}: resuming to redo it", run.dir, problem);
+        std::error_code ec;
+        fs::remove(fs::path(run.dir) / "_SUCCESS", ec);
+        if (ec) fail<IoError>("cannot remove '{}/_SUCCESS': {}", run.dir, ec.message());
+      }
+      state.action = StageAction::kResume;
+    }
+  }
   if (state.action == StageAction::kComplete) {
     int code = 0;
     if (comm.rank() == 0) {

@@ -62,6 +62,13 @@ class StageWork {
 // (the MPI entry point turns them into an exit code and ends the job).
 int run_stage(Comm& comm, const StageRun& run, StageWork& work);
 
+// Collective. Checks a completed stage directory that this stage reads (patchgen's for embed,
+// embed's for ingest) before any work: _SUCCESS and run.json exist, and every rank marker and the
+// outputs it lists pass check_marker at `level` (kCheap: sizes and the files' two ends; kFull:
+// every byte, the markers shared out over the ranks). Throws InvalidInput naming the directory
+// when it is not complete, IoError naming the damaged file otherwise. Returns its run.json.
+nlohmann::json check_stage_input(Comm& comm, const std::string& stage_dir, VerifyLevel level);
+
 // The directory of one part of a stage: `root` itself when parts == 1, else
 // root/part-PPPPP-of-QQQQQ.
 std::string part_dir(const std::string& root, int part, int parts);

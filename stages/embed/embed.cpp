@@ -75,6 +75,15 @@ class EmbedWork final : public StageWork {
     std::string outcome;
     if (comm.rank() == 0) {
       try {
+        // The patch run must still be the one embedded: a patchgen --overwrite meanwhile would
+        // leave embeddings that belong to another index.
+        auto now = read_json_file((fs::path(info_.stage_dir) / "run.json").string());
+        if (!now || now->value("config_fingerprint", "") != info_.config_fingerprint ||
+            !file_size((fs::path(info_.stage_dir) / "_SUCCESS").string())) {
+          fail<IoError>("the patch run '{}' changed while embed ran (overwritten or rerun); its "
+                        "embeddings are not written: rerun embed",
+                        info_.stage_dir);
+        }
         write_embeddings_file(info_, partition, model_->output_dim(), config_, model_fingerprint_,
                               dir_, fingerprint_of(markers));
       } catch (const Error& e) {
@@ -128,6 +137,7 @@ class EmbedWork final : public StageWork {
 int run(const Config& config, Comm& comm) {
   const std::string patchgen_dir = part_dir((fs::path(config.run) / "patchgen").string(),
                                             config.stage.part, config.stage.parts);
+  check_stage_input(comm, patchgen_dir, config.stage.verify);
   const IndexInfo info = load_index_info(patchgen_dir);
   if (config.source == "wsi" && info.encoding != "raw" && comm.rank() == 0) {
     spdlog::warn("--source wsi reads the slides; the store is JPEG-encoded, so embeddings will "

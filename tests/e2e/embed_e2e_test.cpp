@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <fstream>
 
 #include "common/core/fs.h"
 #include "common/h5/h5.h"
@@ -183,6 +184,107 @@ TEST(EmbedE2E, RefusesIncompletePatchgenChangedModelAndBadModel) {
   EXPECT_NE(log.find("vit-nope"), std::string::npos) << log;
   EXPECT_EQ(run_command(mpirun(1) + kEmbed + " --run " + PatchRun::raw() + " --model /no/such.pt", &log), 2) << log;
   EXPECT_NE(log.find("/no/such.pt"), std::string::npos) << log;
+}
+
+// embeddings.h5 maps the rank shards through virtual datasets: h5py reads it (and the feature
+// files) as ordinary datasets, from any working directory.
+TEST(EmbedE2E, OutputsReadWithH5pyFromAnotherDirectory) {
+  std::string log;
+  ASSERT_EQ(run_command(embed(3, PatchRun::raw(), "--tag h5py --store-dtype fp16"), &log), 0) << log;
+  const std::string script = std::string(TESSERA_SOURCE_DIR) + "/tests/e2e/py/read_embeddings.py";
+  ASSERT_EQ(run_command("cd / && /usr/bin/python3 " + script + " " + PatchRun::raw() +
+                            "/embed/h5py",
+                        &log),
+            0)
+      << log;
+  EXPECT_NE(log.find("ok "), std::string::npos) << log;
+  // The run directory moved elsewhere still reads: the shards are named relative to it.
+  const std::string moved = (PatchRun::dir() / "moved").string();
+  fs::create_directories(moved);
+  fs::rename(PatchRun::raw() + "/embed/h5py", moved + "/h5py");
+  ASSERT_EQ(run_command("cd / && /usr/bin/python3 " + script + " " + moved + "/h5py", &log), 0)
+      << log;
+}
+
+// Cohort parts: patchgen and embed over P = 2 parts with R = 2 ranks each give the same rows and
+// the same per-slide features as one part (byte-identical with --deterministic); the second part
+// takes its number from a Slurm job array's environment.
+TEST(EmbedE2E, TwoPartsEqualOnePart) {
+  std::string log;
+  const std::string run = (PatchRun::dir() / "parts").string();
+  const std::string manifest = (PatchRun::dir() / "m.csv").string();
+  const std::string array = "SLURM_ARRAY_TASK_ID=1 SLURM_ARRAY_TASK_MIN=0 SLURM_ARRAY_TASK_MAX=1 "
+                            "SLURM_ARRAY_TASK_COUNT=2 ";
+  const std::string patchgen = kPatchgen + " --manifest " + manifest + " --out " + run +
+                               " --patch-size 96 ";
+  ASSERT_EQ(run_command(mpirun(2) + patchgen + "--part 0 --parts 2", &log), 0) << log;
+  ASSERT_EQ(run_command(array + mpirun(2) + patchgen, &log), 0) << log;
+  ASSERT_EQ(run_command(embed(2, run, "--tag det --deterministic --part 0 --parts 2"), &log), 0)
+      << log;
+  // embed of a part whose patchgen part is missing is refused, naming it.
+  EXPECT_EQ(run_command(embed(1, run, "--tag det --deterministic --part 2 --parts 3"), &log), 2)
+      << log;
+  EXPECT_NE(log.find("part-00002-of-00003"), std::string::npos) << log;
+  ASSERT_EQ(run_command(array + embed(2, run, "--tag det --deterministic"), &log), 0) << log;
+  ASSERT_EQ(run_command(embed(2, PatchRun::raw(), "--tag det1 --deterministic"), &log), 0) << log;
+
+  h5::File one = h5::File::open(PatchRun::raw() + "/patchgen/index.h5", h5::Mode::kRead);
+  const auto ids = one.open_dataset("patch_id").read_all<int64_t>();
+  const auto coords = one.open_dataset("coords").read_all<int64_t>();
+  std::vector<int64_t> part_ids, part_coords;
+  for (int p = 0; p < 2; ++p) {
+    const std::string dir = fmt::format("{}/patchgen/part-{:05d}-of-00002", run, p);
+    h5::File index = h5::File::open(dir + "/index.h5", h5::Mode::kRead);
+    EXPECT_EQ(index.attr_int("part"), p);
+    for (int64_t v : index.open_dataset("patch_id").read_all<int64_t>()) part_ids.push_back(v);
+    for (int64_t v : index.open_dataset("coords").read_all<int64_t>()) part_coords.push_back(v);
+  }
+  EXPECT_EQ(part_ids, ids);
+  EXPECT_EQ(part_coords, coords);
+  for (const auto& [slide, part] : {std::pair{"first", 0}, std::pair{"second", 1}}) {
+    const std::string a = PatchRun::raw() + "/embed/det1/features/" + slide + ".h5";
+    const std::string b =
+        fmt::format("{}/embed/det/part-{:05d}-of-00002/features/{}.h5", run, part, slide);
+    h5::File fa = h5::File::open(a, h5::Mode::kRead);
+    h5::File fb = h5::File::open(b, h5::Mode::kRead);
+    const auto va = fa.open_dataset("features").read_all<float>();
+    const auto vb = fb.open_dataset("features").read_all<float>();
+    ASSERT_EQ(va.size(), vb.size()) << slide;
+    EXPECT_EQ(std::memcmp(va.data(), vb.data(), va.size() * 4), 0) << slide;
+    EXPECT_EQ(fa.open_dataset("coords").read_all<int64_t>(),
+              fb.open_dataset("coords").read_all<int64_t>());
+  }
+}
+
+// A damaged chunk in a completed patch shard: embed fails naming the shard instead of turning
+// it into "complete" embeddings; patchgen --verify full finds the damage and redoes that rank.
+TEST(EmbedE2E, CorruptedPatchShardFailsEmbedAndVerifyFullRepairsIt) {
+  std::string log;
+  const std::string run = (PatchRun::dir() / "corrupt").string();
+  fs::create_directories(run);
+  fs::copy(PatchRun::raw() + "/patchgen", run + "/patchgen", fs::copy_options::recursive);
+  const std::string shard = run + "/patchgen/shards/rank-00000.h5";
+  const auto size = fs::file_size(shard);
+  {
+    std::fstream io(shard, std::ios::in | std::ios::out | std::ios::binary);
+    io.seekp(static_cast<std::streamoff>(size / 2));
+    const std::string junk(1000, '\x5a');
+    io.write(junk.data(), static_cast<std::streamsize>(junk.size()));
+  }
+  EXPECT_NE(run_command(embed(2, run, "--tag bad"), &log), 0) << log;
+  EXPECT_NE(log.find("rank-00000.h5"), std::string::npos) << log;
+  EXPECT_FALSE(fs::exists(run + "/embed/bad/_SUCCESS"));
+  // --verify full reads every byte of the inputs up front.
+  EXPECT_NE(run_command(embed(2, run, "--tag bad --verify full"), &log), 0) << log;
+  EXPECT_NE(log.find("damaged"), std::string::npos) << log;
+  // patchgen --verify full on the complete run redoes rank 0 only; then embed succeeds.
+  ASSERT_EQ(run_command(mpirun(2) + kPatchgen + " --manifest " + (PatchRun::dir() / "m.csv").string() +
+                            " --out " + run + " --patch-size 96 --verify full",
+                        &log),
+            0)
+      << log;
+  EXPECT_NE(log.find("redoing rank output"), std::string::npos) << log;
+  ASSERT_EQ(run_command(embed(2, run, "--tag bad"), &log), 0) << log;
 }
 
 }  // namespace
