@@ -20,7 +20,10 @@ struct CsvRow {
   std::vector<std::string> fields;
 };
 
-// RFC 4180 records; a quoted field may span lines. Blank lines are skipped.
+constexpr char kUtf8Bom[] = "\xEF\xBB\xBF";
+
+// RFC 4180 records; a quoted field may span lines. Blank lines, and lines of only spaces and tabs
+// outside quotes, are skipped.
 std::vector<CsvRow> parse_csv(const std::string& text, std::vector<std::string>& problems) {
   std::vector<CsvRow> rows;
   CsvRow row;
@@ -64,6 +67,8 @@ std::vector<CsvRow> parse_csv(const std::string& text, std::vector<std::string>&
     } else if (c == '\n') {
       end_row();
       row.line = ++line;
+    } else if (c == ' ' || c == '\t') {
+      field += c;  // trimmed later; alone on a line it makes the line blank
     } else {
       field += c;
       row_has_content = true;
@@ -80,15 +85,54 @@ std::string trim(const std::string& s) {
   return b == std::string::npos ? "" : s.substr(b, e - b + 1);
 }
 
+bool has_nul(const std::string& s) { return s.find('\0') != std::string::npos; }
+
+// `s` with control characters as \xNN and byte-order marks as \uFEFF, so that a message shows
+// what the manifest holds and stays one line per problem (a NUL would end the message).
+std::string printable(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x20 || c == 0x7f) {
+      out += fmt::format("\\x{:02x}", c);
+    } else if (s.compare(i, 3, kUtf8Bom) == 0) {
+      out += "\\uFEFF";
+      i += 2;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+// The manifest's directory, absolute; lexical only (symlinks are kept).
+fs::path absolute_directory_of(const std::string& manifest_path) {
+  std::error_code ec;
+  const fs::path given = manifest_path.empty() ? fs::path(".") : fs::path(manifest_path);
+  const fs::path absolute = fs::absolute(given, ec);
+  if (ec) {
+    fail<IoError>("cannot make the manifest path '{}' absolute: {}", printable(manifest_path),
+                  ec.message());
+  }
+  return absolute.lexically_normal().parent_path();
+}
+
 std::string resolve(const fs::path& base, const std::string& p) {
   if (p.empty()) return p;
   fs::path path(p);
-  return path.is_absolute() ? path.string() : (base / path).lexically_normal().string();
+  return (path.is_absolute() ? path : base / path).lexically_normal().string();
+}
+
+std::string ascii_lower(std::string s) {
+  for (char& c : s) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return s;
 }
 
 [[noreturn]] void throw_problems(const std::string& manifest_path,
                                  const std::vector<std::string>& problems) {
-  std::string message = fmt::format("manifest '{}' has {} problem{}:", manifest_path,
+  std::string message = fmt::format("manifest '{}' has {} problem{}:", printable(manifest_path),
                                     problems.size(), problems.size() == 1 ? "" : "s");
   for (const auto& p : problems) message += "\n  " + p;
   throw InvalidInput(message);
@@ -101,40 +145,52 @@ namespace {
 // Parses what it can, appending every problem found to `problems`.
 Manifest parse_collecting(const std::string& text, const std::string& manifest_path,
                           std::vector<std::string>& problems) {
-  auto rows = parse_csv(text, problems);
   Manifest manifest;
   manifest.path = manifest_path;
+  if (has_nul(manifest_path)) {
+    problems.push_back("the manifest path contains a NUL byte");
+    return manifest;
+  }
+  // Spreadsheet programs write a byte-order mark at the start of "CSV UTF-8".
+  const bool bom = text.compare(0, 3, kUtf8Bom) == 0;
+  auto rows = parse_csv(bom ? text.substr(3) : text, problems);
   if (rows.empty()) {
     problems.push_back("no header row (expected at least `slide_id,path`)");
     return manifest;
   }
   std::map<std::string, size_t> column;
   const auto& header = rows[0].fields;
+  const int line = rows[0].line;
   for (size_t i = 0; i < header.size(); ++i) {
     std::string name = trim(header[i]);
-    if (name.empty()) problems.push_back(fmt::format("line 1: column {} has no name", i + 1));
+    if (name.empty()) {
+      problems.push_back(fmt::format("line {}: column {} has no name", line, i + 1));
+    }
     if (!column.emplace(name, i).second) {
-      problems.push_back(fmt::format("line 1: duplicate column '{}'", name));
+      problems.push_back(fmt::format("line {}: duplicate column '{}'", line, printable(name)));
     }
     if (name != "slide_id" && name != "path" && name != "patient_id" && name != "mask_path" &&
         !name.empty()) {
       // Metadata columns become HDF5 dataset names in the outputs.
       if (!is_safe_slide_id(name)) {
         problems.push_back(fmt::format(
-            "line 1: column name '{}' is not allowed (only A-Z a-z 0-9 . _ -, no leading dot)", name));
+            "line {}: column name '{}' is not allowed (only A-Z a-z 0-9 . _ -, no leading dot)",
+            line, printable(name)));
       }
       manifest.metadata_columns.push_back(name);
     }
   }
   for (const char* required : {"slide_id", "path"}) {
     if (!column.count(required)) {
-      problems.push_back(fmt::format("line 1: required column '{}' is missing", required));
+      problems.push_back(fmt::format("line {}: required column '{}' is missing", line, required));
     }
   }
   if (!problems.empty()) return manifest;
 
-  const fs::path base = fs::path(manifest_path).parent_path();
+  const fs::path base = absolute_directory_of(manifest_path);
   std::map<std::string, int> first_line_of;
+  // Ids that differ only in case name the same files on case-insensitive file systems.
+  std::map<std::string, std::pair<std::string, int>> first_of_folded;
   for (size_t r = 1; r < rows.size(); ++r) {
     const CsvRow& row = rows[r];
     if (row.fields.size() != header.size()) {
@@ -149,25 +205,75 @@ Manifest parse_collecting(const std::string& text, const std::string& manifest_p
     SlideEntry entry;
     entry.index = static_cast<int>(manifest.slides.size());
     entry.slide_id = get("slide_id");
-    entry.path = resolve(base, get("path"));
+    entry.path_as_written = get("path");
+    entry.path = resolve(base, entry.path_as_written);
     entry.patient_id = get("patient_id");
-    entry.mask_path = resolve(base, get("mask_path"));
+    const std::string mask_as_written = get("mask_path");
+    entry.mask_path = resolve(base, mask_as_written);
     for (const auto& name : manifest.metadata_columns) entry.metadata.push_back(get(name));
     if (entry.slide_id.empty()) {
       problems.push_back(fmt::format("line {}: empty slide_id", row.line));
     } else if (!is_safe_slide_id(entry.slide_id)) {
       problems.push_back(fmt::format(
           "line {}: slide_id '{}' is not a safe file name (only A-Z a-z 0-9 . _ -, no leading dot)",
+          row.line, printable(entry.slide_id)));
+    } else if (entry.slide_id[0] == '-') {
+      problems.push_back(fmt::format(
+          "line {}: slide_id '{}' starts with '-' (command-line tools would take it for an option)",
           row.line, entry.slide_id));
     } else if (auto [it, inserted] = first_line_of.emplace(entry.slide_id, row.line); !inserted) {
       problems.push_back(fmt::format("line {}: duplicate slide_id '{}' (first on line {})",
                                      row.line, entry.slide_id, it->second));
+    } else if (auto [f, new_folded] = first_of_folded.emplace(ascii_lower(entry.slide_id),
+                                                               std::pair(entry.slide_id, row.line));
+               !new_folded) {
+      problems.push_back(fmt::format(
+          "line {}: slide_id '{}' differs only in case from '{}' on line {} (they would collide on "
+          "case-insensitive file systems)",
+          row.line, entry.slide_id, f->second.first, f->second.second));
     }
-    if (entry.path.empty()) problems.push_back(fmt::format("line {}: empty path", row.line));
+    if (entry.path_as_written.empty()) {
+      problems.push_back(fmt::format("line {}: empty path", row.line));
+    } else if (has_nul(entry.path_as_written)) {
+      problems.push_back(fmt::format("line {}: path '{}' contains a NUL byte", row.line,
+                                     printable(entry.path_as_written)));
+    }
+    if (has_nul(mask_as_written)) {
+      problems.push_back(fmt::format("line {}: mask_path '{}' contains a NUL byte", row.line,
+                                     printable(mask_as_written)));
+    }
     manifest.slides.push_back(std::move(entry));
   }
   if (manifest.slides.empty() && problems.empty()) problems.push_back("no slides listed");
   return manifest;
+}
+
+// Appends the problems with the files the manifest names. Paths containing a NUL byte cannot be
+// checked (the file system would see a shorter path); they are reported only with
+// `report_nul`, since parsing reports them already, with their line.
+void check_files_collecting(const Manifest& manifest, bool report_nul,
+                            std::vector<std::string>& problems) {
+  auto check = [&](const SlideEntry& s, const std::string& what, const std::string& path) {
+    const std::string id = printable(s.slide_id);
+    const std::string shown = printable(path);
+    std::error_code ec;
+    if (has_nul(path)) {
+      if (report_nul) {
+        problems.push_back(
+            fmt::format("slide '{}': {} '{}' contains a NUL byte", id, what, shown));
+      }
+    } else if (!fs::exists(path, ec)) {
+      problems.push_back(fmt::format("slide '{}': {} '{}' does not exist", id, what, shown));
+    } else if (!fs::is_regular_file(path, ec)) {
+      problems.push_back(fmt::format("slide '{}': {} '{}' is not a file", id, what, shown));
+    } else if (::access(path.c_str(), R_OK) != 0) {
+      problems.push_back(fmt::format("slide '{}': {} '{}' is not readable", id, what, shown));
+    }
+  };
+  for (const auto& s : manifest.slides) {
+    if (!s.path.empty()) check(s, "slide file", s.path);
+    if (!s.mask_path.empty()) check(s, "mask file", s.mask_path);
+  }
 }
 
 }  // namespace
@@ -181,24 +287,14 @@ Manifest parse_manifest(const std::string& text, const std::string& manifest_pat
 
 std::vector<std::string> check_manifest_files(const Manifest& manifest) {
   std::vector<std::string> problems;
-  auto check = [&](const SlideEntry& s, const std::string& what, const std::string& path) {
-    std::error_code ec;
-    if (!fs::exists(path, ec)) {
-      problems.push_back(fmt::format("slide '{}': {} '{}' does not exist", s.slide_id, what, path));
-    } else if (!fs::is_regular_file(path, ec)) {
-      problems.push_back(fmt::format("slide '{}': {} '{}' is not a file", s.slide_id, what, path));
-    } else if (::access(path.c_str(), R_OK) != 0) {
-      problems.push_back(fmt::format("slide '{}': {} '{}' is not readable", s.slide_id, what, path));
-    }
-  };
-  for (const auto& s : manifest.slides) {
-    if (!s.path.empty()) check(s, "slide file", s.path);
-    if (!s.mask_path.empty()) check(s, "mask file", s.mask_path);
-  }
+  check_files_collecting(manifest, /*report_nul=*/true, problems);
   return problems;
 }
 
 Manifest load_manifest(const std::string& path, bool check_files) {
+  if (has_nul(path)) {
+    fail<InvalidInput>("manifest path '{}' contains a NUL byte", printable(path));
+  }
   std::string text;
   try {
     text = read_file(path);
@@ -207,9 +303,7 @@ Manifest load_manifest(const std::string& path, bool check_files) {
   }
   std::vector<std::string> problems;
   Manifest manifest = parse_collecting(text, path, problems);
-  if (check_files) {
-    for (auto& p : check_manifest_files(manifest)) problems.push_back(std::move(p));
-  }
+  if (check_files) check_files_collecting(manifest, /*report_nul=*/false, problems);
   if (!problems.empty()) throw_problems(path, problems);
   return manifest;
 }

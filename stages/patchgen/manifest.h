@@ -1,7 +1,8 @@
 // The slide manifest: a CSV file with a header row. Required columns `slide_id,path`; optional
 // `patient_id` and `mask_path`; every other column is kept as string metadata and carried to the
 // outputs in manifest order. Quoting follows RFC 4180 (double quotes, "" inside quotes).
-// Relative paths resolve against the manifest's folder.
+// Relative paths resolve against the manifest's folder, made absolute, so what is recorded
+// downstream does not depend on the working directory.
 #pragma once
 
 #include <string>
@@ -15,27 +16,32 @@ namespace tessera::patchgen {
 struct SlideEntry {
   int index = 0;             // position in the manifest (0-based), the slide's stable number
   std::string slide_id;
-  std::string path;          // resolved
-  std::string patient_id;    // "" when absent
-  std::string mask_path;     // resolved, "" when absent
+  std::string path;             // absolute, lexically normalised (symlinks not resolved)
+  std::string path_as_written;  // the `path` field as in the CSV (trimmed)
+  std::string patient_id;       // "" when absent
+  std::string mask_path;        // absolute, lexically normalised; "" when absent
   std::vector<std::string> metadata;  // values of Manifest::metadata_columns, same order
 };
 
 struct Manifest {
-  std::string path;
+  std::string path;  // as given to parse_manifest / load_manifest
   std::vector<std::string> metadata_columns;
   std::vector<SlideEntry> slides;
 };
 
 
-// Parses manifest text (no file access). `manifest_path` names the file in messages and anchors
-// relative paths. Throws InvalidInput listing every problem at once (missing columns, rows with
-// the wrong number of fields, empty, duplicate or unsafe ids, empty paths), one per line with the
-// CSV line number.
+// Parses manifest text (no file access besides the working directory, when `manifest_path` is
+// relative). `manifest_path` names the file in messages; its directory, made absolute, anchors
+// relative slide and mask paths. A leading UTF-8 byte-order mark is ignored, and so are lines
+// holding only spaces, tabs and \r. Throws InvalidInput listing every problem at once (missing
+// columns, rows with the wrong number of fields; empty, unsafe or duplicate ids, ids that differ
+// only in case, ids starting with '-'; empty paths, paths containing a NUL byte), one per line
+// with the CSV line number. Control characters in messages are shown escaped (\x00).
+// Throws IoError when the working directory cannot be determined.
 Manifest parse_manifest(const std::string& text, const std::string& manifest_path);
 
 // Lists problems with the files a parsed manifest names (missing or unreadable slide and mask
-// files), one message per problem, empty when all are readable.
+// files, paths containing a NUL byte), one message per problem, empty when all are readable.
 std::vector<std::string> check_manifest_files(const Manifest& manifest);
 
 // Reads, parses and (with check_files) checks a manifest; throws InvalidInput listing every

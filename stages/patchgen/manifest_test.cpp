@@ -91,5 +91,139 @@ TEST(Manifest, FileChecksNameSlideAndPath) {
   fs::remove_all(dir);
 }
 
+// Paths recorded downstream must not depend on the working directory the stage ran in.
+TEST(Manifest, RelativeManifestPathGivesAbsoluteNormalisedPaths) {
+  namespace fs = std::filesystem;
+  const fs::path cwd = fs::current_path();
+  auto m = parse_manifest(
+      "slide_id,path,mask_path\n"
+      "A,slides/../a.svs,./masks/a.png\n"
+      "B,/abs/x/../b.tif,\n",
+      "cohort/./manifest.csv");
+  ASSERT_EQ(m.slides.size(), 2u);
+  EXPECT_EQ(m.slides[0].path, (cwd / "cohort/a.svs").lexically_normal().string());
+  EXPECT_EQ(m.slides[0].mask_path, (cwd / "cohort/masks/a.png").lexically_normal().string());
+  EXPECT_TRUE(fs::path(m.slides[0].path).is_absolute());
+  EXPECT_EQ(m.slides[0].path_as_written, "slides/../a.svs");
+  EXPECT_EQ(m.slides[1].path, "/abs/b.tif");
+  EXPECT_EQ(m.slides[1].path_as_written, "/abs/x/../b.tif");
+  EXPECT_EQ(m.slides[1].mask_path, "");
+  EXPECT_EQ(m.path, "cohort/./manifest.csv");
+
+  auto bare = parse_manifest("slide_id,path\nA, a.svs \n", "manifest.csv");
+  EXPECT_EQ(bare.slides[0].path, (cwd / "a.svs").string());
+  EXPECT_EQ(bare.slides[0].path_as_written, "a.svs");
+  EXPECT_EQ(parse_manifest("slide_id,path\nA,../a.svs\n", "../m.csv").slides[0].path,
+            (cwd / "../../a.svs").lexically_normal().string());
+}
+
+TEST(Manifest, SymlinksInTheManifestDirectoryAreKept) {
+  namespace fs = std::filesystem;
+  auto dir = fs::temp_directory_path() / "tessera_manifest_symlink_test";
+  fs::remove_all(dir);
+  fs::create_directories(dir / "real");
+  fs::create_directory_symlink(dir / "real", dir / "link");
+  auto m = parse_manifest("slide_id,path\nA,a.svs\n", (dir / "link" / "m.csv").string());
+  EXPECT_EQ(m.slides[0].path, (dir / "link" / "a.svs").string());
+  fs::remove_all(dir);
+}
+
+TEST(Manifest, AcceptsUtf8ByteOrderMark) {
+  auto m = parse_manifest("\xEF\xBB\xBFslide_id,path\nA,a.svs\n", "/data/cohort/manifest.csv");
+  ASSERT_EQ(m.slides.size(), 1u);
+  EXPECT_EQ(m.slides[0].slide_id, "A");
+  EXPECT_EQ(m.slides[0].path, "/data/cohort/a.svs");
+  // Line numbers still count from the first line.
+  EXPECT_NE(message_of("\xEF\xBB\xBFslide_id,path\nA,\n").find("line 2: empty path"),
+            std::string::npos);
+  // A mark anywhere else is refused, and visible in the message.
+  std::string msg = message_of("slide_id,path\n\xEF\xBB\xBF" "A,a.svs\n");
+  EXPECT_NE(msg.find("line 2: slide_id '\\uFEFFA' is not a safe file name"), std::string::npos)
+      << msg;
+}
+
+TEST(Manifest, SkipsWhitespaceOnlyLines) {
+  auto m = parse_manifest(
+      " \t\r\n"
+      "slide_id,path\r\n"
+      "   \r\n"
+      "A,a.svs\r\n"
+      "\t\n"
+      "B,b.svs\n"
+      "  ",
+      "/data/cohort/manifest.csv");
+  ASSERT_EQ(m.slides.size(), 2u);
+  EXPECT_EQ(m.slides[1].slide_id, "B");
+  // Line numbers are unchanged by skipped lines.
+  std::string msg = message_of("slide_id,path\n  \nA,\n");
+  EXPECT_NE(msg.find("line 3: empty path"), std::string::npos) << msg;
+  EXPECT_NE(message_of(" \nid,path\n").find("line 2: required column 'slide_id'"),
+            std::string::npos);
+  // Whitespace inside quotes is content: the line is a row with one field.
+  msg = message_of("slide_id,path\nA,a.svs\n\"  \"\n");
+  EXPECT_NE(msg.find("line 3: 1 fields, the header has 2"), std::string::npos) << msg;
+}
+
+TEST(Manifest, RefusesIdsDifferingOnlyInCase) {
+  std::string msg = message_of(
+      "slide_id,path\n"
+      "Slide-1,a.svs\n"
+      "b,b.svs\n"
+      "slide-1,c.svs\n"
+      "SLIDE-1,d.svs\n");
+  EXPECT_NE(msg.find("line 4: slide_id 'slide-1' differs only in case from 'Slide-1' on line 2"),
+            std::string::npos) << msg;
+  EXPECT_NE(msg.find("line 5: slide_id 'SLIDE-1' differs only in case from 'Slide-1' on line 2"),
+            std::string::npos) << msg;
+  EXPECT_NE(msg.find("2 problems"), std::string::npos) << msg;
+  EXPECT_NO_THROW(parse_manifest("slide_id,path\nA1,a\nA2,b\n", "/m.csv"));
+}
+
+TEST(Manifest, RefusesIdsStartingWithDash) {
+  std::string msg = message_of("slide_id,path\n-rf,a.svs\nok-1,b.svs\n--x,c.svs\n");
+  EXPECT_NE(msg.find("line 2: slide_id '-rf' starts with '-'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("line 4: slide_id '--x' starts with '-'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("2 problems"), std::string::npos) << msg;
+}
+
+TEST(Manifest, NulBytesAreShownAndRefused) {
+  using namespace std::string_literals;
+  std::string msg = message_of(
+      "slide_id,path,mask_path,site\n"
+      "A,a\0.svs,m\0.png,x\n"
+      "B\0,b.svs,,y\n"
+      "C,c.svs,,z\n"s);
+  EXPECT_NE(msg.find("line 2: path 'a\\x00.svs' contains a NUL byte"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("line 2: mask_path 'm\\x00.png' contains a NUL byte"), std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("line 3: slide_id 'B\\x00' is not a safe file name"), std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("3 problems"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find('\0'), std::string::npos);
+
+  // Other control characters are escaped too, so each problem stays on one line.
+  msg = message_of("slide_id,path\n\"a\nb\",x.svs\n");
+  EXPECT_NE(msg.find("line 2: slide_id 'a\\x0ab'"), std::string::npos) << msg;
+
+  // The manifest path itself.
+  try {
+    load_manifest("/tmp/m\0.csv"s, false);
+    FAIL();
+  } catch (const InvalidInput& e) {
+    EXPECT_NE(std::string(e.what()).find("'/tmp/m\\x00.csv' contains a NUL byte"),
+              std::string::npos) << e.what();
+  }
+
+  // A hand-built manifest is not checked against a shorter path.
+  Manifest manifest;
+  SlideEntry entry;
+  entry.slide_id = "A";
+  entry.path = "/tmp\0/x"s;
+  manifest.slides.push_back(entry);
+  auto problems = check_manifest_files(manifest);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0], "slide 'A': slide file '/tmp\\x00/x' contains a NUL byte");
+}
+
 }  // namespace
 }  // namespace tessera::patchgen
