@@ -229,7 +229,8 @@ void throw_lock_failure(const std::string& path, int err) {
   fail_errno("lock", path, err);
 }
 
-std::optional<FileLock> FileLock::try_acquire(const std::string& path, std::string* holder) {
+std::optional<FileLock> FileLock::try_acquire(const std::string& path, std::string* holder,
+                                              Mode mode, const nlohmann::json& extra) {
   LockRegistry& registry = lock_registry();
   std::lock_guard<std::mutex> guard(registry.mutex);
   const pid_t self = ::getpid();
@@ -256,7 +257,7 @@ std::optional<FileLock> FileLock::try_acquire(const std::string& path, std::stri
     fail_errno("open lock file", path, errno);
   }
   struct flock lk {};
-  lk.l_type = F_WRLCK;
+  lk.l_type = mode == Mode::kShared ? F_RDLCK : F_WRLCK;
   lk.l_whence = SEEK_SET;
   lk.l_start = 0;
   lk.l_len = 0;
@@ -269,8 +270,13 @@ std::optional<FileLock> FileLock::try_acquire(const std::string& path, std::stri
     throw_lock_failure(path, err);
   }
   if (::fstat(fd.get(), &st) != 0) fail_errno("stat lock file", path, errno);
-  const nlohmann::json info{
+  if (mode == Mode::kShared) {
+    registry.held[{st.st_dev, st.st_ino}] = self;
+    return FileLock(fd.release(), path);
+  }
+  nlohmann::json info{
       {"host", host_name()}, {"pid", static_cast<int64_t>(self)}, {"time", utc_timestamp()}};
+  if (extra.is_object()) info.update(extra);
   const std::string content = info.dump() + "\n";
   if (::ftruncate(fd.get(), 0) != 0) fail_errno("truncate lock file", path, errno);
   for (size_t done = 0; done < content.size();) {
@@ -284,6 +290,34 @@ std::optional<FileLock> FileLock::try_acquire(const std::string& path, std::stri
   }
   registry.held[{st.st_dev, st.st_ino}] = self;
   return FileLock(fd.release(), path);
+}
+
+void FileLock::downgrade() {
+  struct flock lk {};
+  lk.l_type = F_RDLCK;
+  lk.l_whence = SEEK_SET;
+  if (fd_ < 0 || ::fcntl(fd_, F_SETLK, &lk) != 0) fail_errno("downgrade the lock", path_, errno);
+}
+
+bool FileLock::held_elsewhere(const std::string& path) {
+  Fd fd(::open(path.c_str(), O_RDWR | O_CLOEXEC));
+  if (fd.get() < 0) {
+    if (errno == ENOENT) return false;
+    fail_errno("open lock file", path, errno);
+  }
+  struct flock lk {};
+  lk.l_type = F_WRLCK;  // conflicts with any lock another process holds
+  lk.l_whence = SEEK_SET;
+  if (::fcntl(fd.get(), F_GETLK, &lk) != 0) fail_errno("query the lock of", path, errno);
+  // Closing `fd` would drop this process's own locks on the file: keep it open for the life of
+  // the process instead (one descriptor per query of a file this process also locks).
+  LockRegistry& registry = lock_registry();
+  {
+    std::lock_guard<std::mutex> guard(registry.mutex);
+    struct stat st {};
+    if (::fstat(fd.get(), &st) == 0 && registry.held.count({st.st_dev, st.st_ino})) fd.release();
+  }
+  return lk.l_type != F_UNLCK;
 }
 
 FileLock::FileLock(FileLock&& o) noexcept

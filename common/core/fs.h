@@ -69,9 +69,21 @@ void remove_tree(const std::string& path);
 //   - IoError when the file cannot be created or opened, or locking fails otherwise.
 class FileLock {
  public:
-  // Returns the lock, or nullopt when another process holds it; `holder` then receives the
-  // holder's recorded host/pid ("host H pid P since T", or the raw content) if readable.
-  static std::optional<FileLock> try_acquire(const std::string& path, std::string* holder = nullptr);
+  enum class Mode {
+    kExclusive,  // one writer: records {"host", "pid", "time"} and `info` in the file
+    kShared      // any number of readers, no writer: the file's content is left alone
+  };
+  // Returns the lock, or nullopt when another process holds it in a conflicting mode; `holder`
+  // then receives the holder's recorded host/pid ("host H pid P since T", or the raw content)
+  // if readable.
+  static std::optional<FileLock> try_acquire(const std::string& path, std::string* holder = nullptr,
+                                             Mode mode = Mode::kExclusive,
+                                             const nlohmann::json& info = {});
+  // Turns a held exclusive lock into a shared one, atomically (fcntl converts in place).
+  void downgrade();
+  // Whether a process other than this one holds any lock on `path` (fcntl F_GETLK; on NFS and
+  // Lustre mounted with locking this sees other hosts). False when the file does not exist.
+  static bool held_elsewhere(const std::string& path);
   FileLock(FileLock&&) noexcept;
   FileLock& operator=(FileLock&&) noexcept;
   FileLock(const FileLock&) = delete;

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <random>
 
 #include <spdlog/spdlog.h>
 
@@ -148,35 +149,91 @@ StageAction plan_stage(const std::string& stage_dir, const std::optional<nlohman
   return success_exists ? StageAction::kComplete : StageAction::kResume;
 }
 
+namespace {
+
+std::string new_job_token() {
+  std::random_device device;
+  std::mt19937_64 rng((static_cast<uint64_t>(device()) << 32) ^ device() ^
+                      static_cast<uint64_t>(::getpid()));
+  return fmt::format("{:016x}", rng());
+}
+
+// Marks every downstream stage directory that holds outputs as made from a replaced input.
+void mark_stale(const std::vector<std::string>& downstream, const std::string& stage_dir,
+                const std::string& old_fingerprint, const std::string& new_fingerprint) {
+  for (const auto& dir : downstream) {
+    if (!file_size((fs::path(dir) / "run.json").string())) continue;
+    const nlohmann::json stale = {{"reason", "its input was replaced (--overwrite)"},
+                                  {"input", stage_dir},
+                                  {"input_fingerprint_before", old_fingerprint},
+                                  {"input_fingerprint_now", new_fingerprint},
+                                  {"time", utc_timestamp()}};
+    atomic_write_file((fs::path(dir) / kStaleFile).string(), stale.dump(2) + "\n");
+    spdlog::warn("'{}' was made from the run being replaced: marked stale", dir);
+  }
+}
+
+}  // namespace
+
 StageState prepare_stage(Comm& comm, const std::string& stage, const std::string& stage_dir,
                          const std::string& config_ini, const std::string& config_fingerprint,
-                         const StageOptions& options, const nlohmann::json& run_fields) {
+                         const StageOptions& options, const nlohmann::json& run_fields,
+                         const std::vector<std::string>& downstream) {
   StageState state;
-  // "0".."2": the action; otherwise "E<exit code>" followed by the error message.
+  // "<action><token>"; otherwise "E<exit code>" followed by the error message.
   std::string outcome;
+  const std::string ranks_lock = (fs::path(stage_dir) / kRanksLockFile).string();
   if (comm.rank() == 0) {
     try {
-      fs::create_directories(stage_dir);
+      make_directories(stage_dir);
+      state.job_token = new_job_token();
       if (options.file_locking) {
         std::string holder;
-        state.lock = FileLock::try_acquire((fs::path(stage_dir) / ".lock").string(), &holder);
+        state.lock = FileLock::try_acquire((fs::path(stage_dir) / kLockFile).string(), &holder,
+                                           FileLock::Mode::kExclusive,
+                                           {{"job", state.job_token}});
         if (!state.lock) {
-          fail<InvalidInput>("'{}' is locked by another running job ({}); wait for it or stop it",
+          fail<InvalidInput>("'{}' is locked by another running job (one writing it: {}; or a "
+                             "later stage reading it); wait for it or stop it",
                              stage_dir, holder);
         }
+        // Every rank of a job holds .ranks.lock shared until it ends; ranks left running after
+        // their mpirun was killed still hold it.
+        state.ranks_lock = FileLock::try_acquire(ranks_lock, &holder);
+        if (!state.ranks_lock) {
+          fail<InvalidInput>("'{}' still has ranks of an earlier job running (orphaned when their "
+                             "mpirun or rank 0 was killed?): wait for them to end or kill them "
+                             "(ps shows them; the last job is recorded in '{}/.lock')",
+                             stage_dir, stage_dir);
+        }
+        state.ranks_lock->downgrade();
       } else {
         spdlog::warn("--file-locking false: '{}' is not locked; make sure no other job writes "
                      "it", stage_dir);
       }
       auto existing = read_json_file((fs::path(stage_dir) / "run.json").string());
-      bool success = fs::exists(fs::path(stage_dir) / "_SUCCESS");
-      state.action =
-          plan_stage(stage_dir, existing, success, config_fingerprint, comm.size(),
-                     options.overwrite);
+      const bool success = path_exists((fs::path(stage_dir) / "_SUCCESS").string());
+      const bool stale = path_exists((fs::path(stage_dir) / kStaleFile).string());
+      if (stale) {
+        // Outputs made from a replaced input are worth nothing, whatever they were made with.
+        spdlog::warn("'{}' was marked stale (its input was replaced): starting it afresh",
+                     stage_dir);
+        state.action = StageAction::kFresh;
+      } else {
+        state.action = plan_stage(stage_dir, existing, success, config_fingerprint, comm.size(),
+                                  options.overwrite);
+      }
       if (state.action == StageAction::kFresh) {
-        for (const auto& entry : fs::directory_iterator(stage_dir)) {
-          if (entry.path().filename() != ".lock") fs::remove_all(entry.path());
+        if (existing) {
+          mark_stale(downstream, stage_dir, existing->value("config_fingerprint", ""),
+                     config_fingerprint);
         }
+        std::error_code ec;
+        for (const auto& entry : fs::directory_iterator(stage_dir, ec)) {
+          const auto name = entry.path().filename();
+          if (name != kLockFile && name != kRanksLockFile) remove_tree(entry.path().string());
+        }
+        if (ec) fail<IoError>("cannot list '{}': {}", stage_dir, ec.message());
         nlohmann::json run = {{"stage", stage},
                               {"config_fingerprint", config_fingerprint},
                               {"world_size", comm.size()},
@@ -187,22 +244,41 @@ StageState prepare_stage(Comm& comm, const std::string& stage, const std::string
         atomic_write_file((fs::path(stage_dir) / "config.ini").string(), config_ini);
         atomic_write_file((fs::path(stage_dir) / "run.json").string(), run.dump(2) + "\n");
       }
-      outcome = std::to_string(static_cast<int>(state.action));
-    } catch (const fs::filesystem_error& e) {
-      outcome = fmt::format("E{}cannot prepare '{}': {}", static_cast<int>(kExitError), stage_dir,
-                            e.what());
+      outcome = std::to_string(static_cast<int>(state.action)) + state.job_token;
     } catch (const Error& e) {
       outcome = fmt::format("E{}{}", e.exit_code(), e.what());
     }
   }
   outcome = comm.broadcast(outcome, 0);
-  if (outcome.size() != 1) {
+  if (outcome.at(0) == 'E') {
     const int code = outcome[1] - '0';
     if (code == kExitBadInput) throw InvalidInput(outcome.substr(2));
     throw IoError(outcome.substr(2));
   }
   state.action = static_cast<StageAction>(outcome[0] - '0');
+  state.job_token = outcome.substr(1);
+  if (comm.rank() != 0 && options.file_locking) {
+    std::string holder;
+    state.ranks_lock = FileLock::try_acquire(ranks_lock, &holder, FileLock::Mode::kShared);
+    if (!state.ranks_lock) {
+      fail<IoError>("rank {}: cannot take the shared lock of '{}'", comm.rank(), ranks_lock);
+    }
+  }
   return state;
+}
+
+bool job_holds_run(const std::string& stage_dir, const std::string& job_token, bool lock_holder) {
+  // The holder must not even read the file: closing any descriptor of it would drop its lock.
+  if (lock_holder) return true;
+  const std::string lock = (fs::path(stage_dir) / kLockFile).string();
+  std::optional<nlohmann::json> content;
+  try {
+    content = nlohmann::json::parse(read_file(lock));
+  } catch (const std::exception&) {
+    return false;
+  }
+  if (content->value("job", "") != job_token) return false;
+  return FileLock::held_elsewhere(lock);
 }
 
 }  // namespace tessera

@@ -77,9 +77,16 @@ StageAction plan_stage(const std::string& stage_dir, const std::optional<nlohman
                        bool success_exists, const std::string& config_fingerprint, int world_size,
                        bool overwrite);
 
+// Files of a stage directory the skeleton owns.
+inline constexpr const char* kLockFile = ".lock";             // the writer's lock (rank 0)
+inline constexpr const char* kRanksLockFile = ".ranks.lock";  // shared by every rank of a job
+inline constexpr const char* kStaleFile = "_STALE";  // outputs made from a replaced input
+
 struct StageState {
   StageAction action = StageAction::kFresh;
-  std::optional<FileLock> lock;  // held by rank 0 only (unless file locking is off)
+  std::string job_token;              // this job's identity, recorded in .lock
+  std::optional<FileLock> lock;       // held by rank 0 only (unless file locking is off)
+  std::optional<FileLock> ranks_lock; // shared, held by every rank
 };
 
 // Fields every _SUCCESS summary starts with: stage, world_size, config_fingerprint, version,
@@ -87,12 +94,21 @@ struct StageState {
 nlohmann::json summary_base(const std::string& stage, int world_size,
                             const std::string& config_fingerprint, const std::string& start_time);
 
-// Collective. Rank 0 creates `stage_dir`, takes its lock (InvalidInput when another run holds it;
-// skipped with a warning when options.file_locking is false), plans the action, on kFresh empties
-// the directory and writes run.json and config.ini; the action is broadcast to all ranks. Rank 0
-// must keep the returned lock alive until it is done.
+// Collective. Rank 0 creates `stage_dir`, takes its lock, recording a new job token in it
+// (InvalidInput when another job holds it or reads it, or when ranks of an earlier job are still
+// running there; skipped with a warning when options.file_locking is false), plans the action, on
+// kFresh replacing an earlier run marks the `downstream` stage directories made from it stale,
+// empties the directory and writes run.json and config.ini. The action and token are broadcast;
+// every rank then holds .ranks.lock shared. Keep the returned state alive until the stage ends.
 StageState prepare_stage(Comm& comm, const std::string& stage, const std::string& stage_dir,
                          const std::string& config_ini, const std::string& config_fingerprint,
-                         const StageOptions& options, const nlohmann::json& run_fields = {});
+                         const StageOptions& options, const nlohmann::json& run_fields = {},
+                         const std::vector<std::string>& downstream = {});
+
+// Not collective. Whether the job with `job_token` still holds `stage_dir`: .lock records that
+// token and (unless this process is the lock holder) another process holds the lock. False once
+// rank 0 is gone or another job has taken the directory over: the rank must then stop without
+// writing anything more.
+bool job_holds_run(const std::string& stage_dir, const std::string& job_token, bool lock_holder);
 
 }  // namespace tessera

@@ -1,7 +1,10 @@
 #include "common/stage/skeleton.h"
 
+#include <unistd.h>
+
 #include <chrono>
 #include <filesystem>
+#include <thread>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -28,6 +31,33 @@ int agreed_exit_code(Comm& comm, int code) {
 }
 
 }  // namespace
+
+std::string RankContext::staging_path(const std::string& relative) const {
+  return (fs::path(dir) / (relative + ".tmp." + job_token)).string();
+}
+
+std::optional<FileLock> hold_input(Comm& comm, const std::string& stage_dir,
+                                   const StageOptions& options) {
+  std::optional<FileLock> lock;
+  std::string problem;
+  if (comm.rank() == 0 && options.file_locking) {
+    try {
+      std::string holder;
+      lock = FileLock::try_acquire((fs::path(stage_dir) / kLockFile).string(), &holder,
+                                   FileLock::Mode::kShared);
+      if (!lock) {
+        problem = fmt::format("'{}' is being written by another running job ({}): wait for it "
+                              "to finish",
+                              stage_dir, holder);
+      }
+    } catch (const Error& e) {
+      problem = e.what();
+    }
+  }
+  problem = comm.broadcast(problem, 0);
+  if (!problem.empty()) throw InvalidInput(problem);
+  return lock;
+}
 
 std::string part_dir(const std::string& root, int part, int parts) {
   if (parts == 1) return root;
@@ -67,6 +97,11 @@ nlohmann::json check_stage_input(Comm& comm, const std::string& stage_dir, Verif
                        "rerun",
                        stage_dir);
   }
+  if (auto stale = read_json_file((fs::path(stage_dir) / kStaleFile).string())) {
+    fail<InvalidInput>("'{}' is stale: {} ('{}'); rerun that stage", stage_dir,
+                       stale->value("reason", "its input was replaced"),
+                       stale->value("input", ""));
+  }
   const std::string problem =
       check_markers_shared(comm, stage_dir, run->value("config_fingerprint", ""),
                            run->value("world_size", 0), level);
@@ -81,7 +116,7 @@ nlohmann::json check_stage_input(Comm& comm, const std::string& stage_dir, Verif
 int run_stage(Comm& comm, const StageRun& run, StageWork& work) {
   const std::string start_time = utc_timestamp();
   StageState state = prepare_stage(comm, run.stage, run.dir, run.config_ini, run.fingerprint,
-                                   run.options, run.run_fields);
+                                   run.options, run.run_fields, run.downstream);
   if (state.action == StageAction::kComplete && run.options.verify == VerifyLevel::kFull) {
     // A complete stage checked in full: anything damaged since is redone, the rest kept.
     const std::string problem =
@@ -129,11 +164,32 @@ int run_stage(Comm& comm, const StageRun& run, StageWork& work) {
     fs::remove(mine, ec);
     if (ec) fail<IoError>("cannot remove the stale marker '{}': {}", mine, ec.message());
     const std::string rank_start = utc_timestamp();
-    RankResult result = work.rank_work(comm.rank(), comm.size());
+    const RankContext context{comm.rank(), comm.size(), run.dir, state.job_token};
+    RankResult result = work.rank_work(context);
+    if (run.options.debug_pause_before_marker > 0) {
+      spdlog::warn("--debug-pause-before-marker: rank {} (pid {}) pausing {} s",
+                   comm.rank(), ::getpid(), run.options.debug_pause_before_marker);
+      spdlog::default_logger()->flush();
+      std::this_thread::sleep_for(
+          std::chrono::duration<double>(run.options.debug_pause_before_marker));
+    }
+    if (run.options.file_locking &&
+        !job_holds_run(run.dir, state.job_token, /*lock_holder=*/comm.rank() == 0)) {
+      fail<IoError>("rank {}: this job no longer holds '{}' (its rank 0 is gone or another job "
+                    "took the directory over); stopping without writing its outputs or marker",
+                    comm.rank(), run.dir);
+    }
     const auto t0 = Clock::now();
     nlohmann::json marker = marker_base(run.stage, comm.rank(), comm.size(), run.fingerprint);
     nlohmann::json outputs = nlohmann::json::array();
-    for (const auto& file : result.outputs) outputs.push_back(seal_output(run.dir, file).to_json());
+    for (const auto& file : result.outputs) {
+      const std::string staged = context.staging_path(file);
+      const std::string final_path = (fs::path(run.dir) / file).string();
+      std::error_code ec;
+      fs::rename(staged, final_path, ec);
+      if (ec) fail<IoError>("cannot move '{}' to '{}': {}", staged, final_path, ec.message());
+      outputs.push_back(seal_output(run.dir, file).to_json());
+    }
     marker["outputs"] = outputs;
     marker["seal_s"] = since(t0);  // fsync and hashing of the outputs
     marker["start_time"] = rank_start;

@@ -33,10 +33,25 @@ struct StageRun {
   std::string fingerprint;  // what the outputs depend on
   StageOptions options;
   nlohmann::json run_fields;  // extra fields for run.json and _SUCCESS (part, parts, inputs)
+  // Stage directories made from this one's outputs (embed's of patchgen's): marked stale when
+  // this stage replaces an earlier run.
+  std::vector<std::string> downstream;
 };
 
-// The outputs of one rank: files closed and written under the stage directory (relative paths),
-// plus stage-specific marker fields (rows, stats, ...).
+// What a rank's work needs from the skeleton.
+struct RankContext {
+  int rank = 0;
+  int world_size = 1;
+  std::string dir;        // the stage directory
+  std::string job_token;  // this job's identity
+  // Where the rank writes its output `relative` (to the stage directory): a name of this job's
+  // own, moved into place by the skeleton once the work is done and the job still holds the
+  // directory, so a rank orphaned by a killed job never replaces another job's outputs.
+  std::string staging_path(const std::string& relative) const;
+};
+
+// The outputs of one rank: files closed and written at RankContext::staging_path(relative), listed
+// by their relative paths, plus stage-specific marker fields (rows, stats, ...).
 struct RankResult {
   std::vector<std::string> outputs;
   nlohmann::json fields = nlohmann::json::object();
@@ -50,8 +65,9 @@ class StageWork {
   // every rank (the same on all ranks), or nullopt to go on.
   virtual std::optional<int> setup(Comm& comm, StageAction action) = 0;
   // Not collective. This rank's work; called only when its marker is missing or invalid. Output
-  // files must be closed when it returns; the skeleton makes them durable and writes the marker.
-  virtual RankResult rank_work(int rank, int world_size) = 0;
+  // files must be closed when it returns; the skeleton checks that the job still holds the
+  // directory, moves them into place, makes them durable and writes the marker.
+  virtual RankResult rank_work(const RankContext& context) = 0;
   // Collective, after every rank's marker is written. `markers` holds every rank's marker on rank
   // 0 (checked by the skeleton) and is empty elsewhere. Rank 0 returns the stage's summary fields
   // (with "exit_code" when not 0); other ranks' return values are ignored.
@@ -66,12 +82,19 @@ int run_stage(Comm& comm, const StageRun& run, StageWork& work);
 // embed's for ingest) before any work: _SUCCESS and run.json exist, and every rank marker and the
 // outputs it lists pass check_marker at `level` (kCheap: sizes and the files' two ends; kFull:
 // every byte, the markers shared out over the ranks). Throws InvalidInput naming the directory
-// when it is not complete, IoError naming the damaged file otherwise. Returns its run.json.
+// when it is not complete or was marked stale, IoError naming the damaged file otherwise.
+// Returns its run.json.
 nlohmann::json check_stage_input(Comm& comm, const std::string& stage_dir, VerifyLevel level);
 
 // The directory of one part of a stage: `root` itself when parts == 1, else
 // root/part-PPPPP-of-QQQQQ.
 std::string part_dir(const std::string& root, int part, int parts);
+
+// Collective. Rank 0 holds `stage_dir`'s lock shared while the returned lock lives, so that no
+// job replaces an input while this stage reads it (no-op when options.file_locking is false).
+// Throws InvalidInput on every rank when a job is writing it.
+std::optional<FileLock> hold_input(Comm& comm, const std::string& stage_dir,
+                                   const StageOptions& options);
 
 // Not collective. The marker of `rank` in `stage_dir`.
 std::string marker_path(const std::string& stage_dir, int rank);

@@ -3,6 +3,7 @@
 #include "common/stage/skeleton.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -23,13 +24,13 @@ class RecordingWork final : public StageWork {
     last_action = action;
     return early_exit;
   }
-  RankResult rank_work(int rank, int world_size) override {
+  RankResult rank_work(const RankContext& context) override {
     ++rank_works;
-    EXPECT_EQ(world_size, 1);
-    const std::string a = "out/" + rank_file_name(rank, ".a");
-    const std::string b = "out/" + rank_file_name(rank, ".b");
-    atomic_write_file((fs::path(dir_) / a).string(), std::string(200000, 'a'));
-    atomic_write_file((fs::path(dir_) / b).string(), "bb");
+    EXPECT_EQ(context.world_size, 1);
+    const std::string a = "out/" + rank_file_name(context.rank, ".a");
+    const std::string b = "out/" + rank_file_name(context.rank, ".b");
+    atomic_write_file(context.staging_path(a), std::string(200000, 'a'));
+    atomic_write_file(context.staging_path(b), "bb");
     return {{a, b}, {{"rows", 7}}};
   }
   nlohmann::json finish(Comm&, const std::vector<nlohmann::json>& markers) override {
@@ -41,6 +42,7 @@ class RecordingWork final : public StageWork {
   }
   int setups = 0, rank_works = 0, finishes = 0;
   int finish_code = 0;
+
   std::optional<int> early_exit;
   StageAction last_action = StageAction::kFresh;
 
@@ -136,6 +138,79 @@ TEST_F(SkeletonTest, ChangedConfigurationIsRefusedUnlessOverwrite) {
   RecordingWork replaced(dir_.string());
   EXPECT_EQ(run_stage(comm_, run_, replaced), 0);
   EXPECT_EQ(replaced.rank_works, 1);
+}
+
+// A rank that is not the lock holder sees its job holding the directory only while the lock is
+// held and records its job's token: not once rank 0 is gone, nor after another job took over.
+TEST_F(SkeletonTest, JobHoldsRunOnlyWhileItsRankZeroHoldsTheLock) {
+  fs::create_directories(dir_);
+  int ready[2], done[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  ASSERT_EQ(::pipe(done), 0);
+  const pid_t child = ::fork();
+  if (child == 0) {  // rank 0 of job "A"
+    auto lock = FileLock::try_acquire((dir_ / ".lock").string(), nullptr,
+                                      FileLock::Mode::kExclusive, {{"job", "A"}});
+    char c = lock ? '1' : '0';
+    (void)!::write(ready[1], &c, 1);
+    (void)!::read(done[0], &c, 1);
+    std::_Exit(0);
+  }
+  char c = 0;
+  ASSERT_EQ(::read(ready[0], &c, 1), 1);
+  ASSERT_EQ(c, '1');
+  EXPECT_TRUE(job_holds_run(dir_.string(), "A", /*lock_holder=*/false));
+  EXPECT_FALSE(job_holds_run(dir_.string(), "B", /*lock_holder=*/false));
+  (void)!::write(done[1], &c, 1);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  EXPECT_FALSE(job_holds_run(dir_.string(), "A", /*lock_holder=*/false));
+}
+
+// Replacing a run marks the stage directories made from it stale; they refuse to serve as input
+// and start afresh when rerun.
+TEST_F(SkeletonTest, OverwriteMarksDownstreamStale) {
+  const fs::path downstream = dir_.parent_path() / (dir_.filename().string() + "_down");
+  fs::remove_all(downstream);
+  StageRun down{"down", downstream.string(), "", "dfp", {}, {}};
+  RecordingWork first(dir_.string()), made(downstream.string());
+  ASSERT_EQ(run_stage(comm_, run_, first), 0);
+  ASSERT_EQ(run_stage(comm_, down, made), 0);
+  EXPECT_NO_THROW(check_stage_input(comm_, downstream.string(), VerifyLevel::kCheap));
+  run_.fingerprint = "replaced";
+  run_.options.overwrite = true;
+  run_.downstream = {downstream.string()};
+  RecordingWork replaced(dir_.string());
+  ASSERT_EQ(run_stage(comm_, run_, replaced), 0);
+  ASSERT_TRUE(fs::exists(downstream / "_STALE"));
+  EXPECT_THROW(check_stage_input(comm_, downstream.string(), VerifyLevel::kCheap), InvalidInput);
+  RecordingWork redo(downstream.string());
+  EXPECT_EQ(run_stage(comm_, down, redo), 0);
+  EXPECT_EQ(redo.rank_works, 1);
+  EXPECT_FALSE(fs::exists(downstream / "_STALE"));
+  fs::remove_all(downstream);
+}
+
+// A reader holds its input shared: a writer of that directory is refused meanwhile.
+TEST_F(SkeletonTest, AnInputBeingReadCannotBeReplaced) {
+  RecordingWork first(dir_.string());
+  ASSERT_EQ(run_stage(comm_, run_, first), 0);
+  // The lock registry is per process, so the reader's lock is taken in a child process.
+  const pid_t child = ::fork();
+  if (child == 0) {
+    SerialComm comm;
+    auto held = hold_input(comm, dir_.string(), run_.options);
+    ::sleep(3);
+    std::_Exit(0);
+  }
+  ::usleep(500000);
+  run_.options.overwrite = true;
+  RecordingWork writer(dir_.string());
+  EXPECT_THROW(run_stage(comm_, run_, writer), InvalidInput);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  RecordingWork after(dir_.string());
+  EXPECT_EQ(run_stage(comm_, run_, after), 0);
 }
 
 TEST(PartDir, OnePartIsTheRootItself) {

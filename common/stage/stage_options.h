@@ -22,6 +22,7 @@ struct StageOptions {
   VerifyLevel verify = VerifyLevel::kCheap;
   bool file_locking = true;  // false only on file systems mounted without lock support
   bool overwrite = false;
+  double debug_pause_before_marker = 0;  // fault injection for tests (a debug option of a stage)
 };
 
 // Adds --part, --parts, --verify, --file-locking and --overwrite.

@@ -58,7 +58,9 @@ OptionTable option_table() {
       ("debug-kill-rank", kDebug, po::value<int>()->default_value(-1),
        "rank that kills itself (SIGKILL)")
       ("debug-kill-after", kDebug, po::value<int64_t>()->default_value(-1),
-       "... after embedding this many patches");
+       "... after embedding this many patches")
+      ("debug-pause-before-marker", kDebug, po::value<double>()->default_value(0.0),
+       "seconds every rank sleeps after its work, before it checks the run and writes its marker");
   return t;
 }
 
@@ -113,6 +115,7 @@ std::map<std::string, std::string> option_values(const Config& c) {
       {"overwrite", ini_value(c.stage.overwrite)},
       {"debug-kill-rank", ini_value(c.debug_kill_rank)},
       {"debug-kill-after", ini_value(c.debug_kill_after)},
+      {"debug-pause-before-marker", ini_value(c.stage.debug_pause_before_marker)},
   };
 }
 
@@ -138,6 +141,7 @@ Config config_from(const po::variables_map& v) {
   c.progress_interval = v["progress-interval"].as<double>();
   c.debug_kill_rank = v["debug-kill-rank"].as<int>();
   c.debug_kill_after = v["debug-kill-after"].as<int64_t>();
+  c.stage.debug_pause_before_marker = v["debug-pause-before-marker"].as<double>();
   if (c.tag.empty()) c.tag = default_tag(c.model);
   require(is_safe_slide_id(c.tag), "tag",
           "'" + c.tag + "' is not a safe folder name (A-Z a-z 0-9 . _ -)");

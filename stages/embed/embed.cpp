@@ -45,7 +45,9 @@ class EmbedWork final : public StageWork {
     return std::nullopt;
   }
 
-  RankResult rank_work(int rank, int world_size) override {
+  RankResult rank_work(const RankContext& context) override {
+    const int rank = context.rank;
+    const int world_size = context.world_size;
     std::error_code ec;
     fs::create_directories(fs::path(dir_) / "shards", ec);
     if (ec) fail<IoError>("cannot create '{}/shards': {}", dir_, ec.message());
@@ -54,7 +56,7 @@ class EmbedWork final : public StageWork {
     auto source = make_source(config_.source, info_);
     InferStats stats =
         embed_rows(info_, index, partition, rank, *model_, *source, config_,
-                   (fs::path(dir_) / shard_file(rank)).string(),
+                   context.staging_path(shard_file(rank)),
                    (fs::path(dir_) / "progress.jsonl").string());
     spdlog::info("embedded {} patches in {:.1f}s ({:.1f}/s; read {:.1f}s, prepare {:.1f}s, "
                  "forward {:.1f}s, write {:.1f}s, waiting {:.1f}s)",
@@ -137,6 +139,8 @@ class EmbedWork final : public StageWork {
 int run(const Config& config, Comm& comm) {
   const std::string patchgen_dir = part_dir((fs::path(config.run) / "patchgen").string(),
                                             config.stage.part, config.stage.parts);
+  // Held shared until embed ends: patchgen cannot replace the run meanwhile.
+  const std::optional<FileLock> input_lock = hold_input(comm, patchgen_dir, config.stage);
   check_stage_input(comm, patchgen_dir, config.stage.verify);
   const IndexInfo info = load_index_info(patchgen_dir);
   if (config.source == "wsi" && info.encoding != "raw" && comm.rank() == 0) {

@@ -76,7 +76,9 @@ OptionTable option_table() {
       ("debug-kill-after", kDebug, po::value<int64_t>()->default_value(-1),
        "... after writing this many patches")
       ("debug-file-size-limit", kDebug, po::value<int64_t>()->default_value(0),
-       "bytes: the rank's shard writes beyond this fail as on a full disk (0: off)");
+       "bytes: the rank's shard writes beyond this fail as on a full disk (0: off)")
+      ("debug-pause-before-marker", kDebug, po::value<double>()->default_value(0.0),
+       "seconds every rank sleeps after its work, before it checks the run and writes its marker");
   return t;
 }
 
@@ -132,6 +134,7 @@ std::map<std::string, std::string> option_values(const Config& c) {
       {"debug-kill-rank", ini_value(c.debug_kill_rank)},
       {"debug-kill-after", ini_value(c.debug_kill_after)},
       {"debug-file-size-limit", ini_value(c.debug_file_size_limit)},
+      {"debug-pause-before-marker", ini_value(c.stage.debug_pause_before_marker)},
   };
 }
 
@@ -169,6 +172,7 @@ Config config_from(const po::variables_map& v) {
   c.debug_kill_rank = get<int>(v, "debug-kill-rank");
   c.debug_kill_after = get<int64_t>(v, "debug-kill-after");
   c.debug_file_size_limit = get<int64_t>(v, "debug-file-size-limit");
+  c.stage.debug_pause_before_marker = get<double>(v, "debug-pause-before-marker");
 
   require(c.patch_size >= 8 && c.patch_size <= 4096, "patch-size", "must be in 8..4096");
   require(c.stride >= 0 && c.stride <= 65536, "stride", "must be in 0..65536 (0: patch size)");

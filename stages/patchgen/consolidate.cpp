@@ -181,13 +181,14 @@ void write_slide_table(h5::File& file, const Manifest& manifest, const PartPlan&
   std::vector<int> position(manifest.slides.size(), -1);
   for (size_t k = 0; k < part.slides.size(); ++k) position[part.slides[k]] = static_cast<int>(k);
   h5::Group slides = file.create_group("slides");
-  std::vector<std::string> ids, paths, patients, sources, vendors, status, reasons;
+  std::vector<std::string> ids, paths, written, patients, sources, vendors, status, reasons;
   std::vector<int64_t> widths, heights, counts;
   std::vector<int32_t> levels, read_sizes;
   std::vector<double> mpp_x, mpp_y, downsample;
   for (const auto& s : manifest.slides) {
     ids.push_back(s.slide_id);
     paths.push_back(s.path);
+    written.push_back(s.path_as_written);
     patients.push_back(s.patient_id);
     counts.push_back(per_slide[s.index]);
     const int k = position[s.index];
@@ -216,6 +217,7 @@ void write_slide_table(h5::File& file, const Manifest& manifest, const PartPlan&
   }
   slides.write_strings("slide_id", ids);
   slides.write_strings("path", paths);
+  slides.write_strings("path_as_written", written);
   slides.write_strings("patient_id", patients);
   slides.write_vector("width", widths);
   slides.write_vector("height", heights);

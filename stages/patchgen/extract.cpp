@@ -48,7 +48,7 @@ std::string shard_file(int rank) { return "shards/" + rank_file_name(rank, ".h5"
 
 ExtractStats extract_rank(const Manifest& manifest, const PartPlan& part, const Config& config,
                           int rank, int world_size, const std::string& stage_dir,
-                          const std::string& fingerprint) {
+                          const std::string& fingerprint, const std::string& shard_path) {
   if (config.debug_file_size_limit > 0) {
     std::signal(SIGXFSZ, SIG_IGN);  // a write beyond the limit fails with EFBIG instead
     struct rlimit limit {};
@@ -59,7 +59,6 @@ ExtractStats extract_rank(const Manifest& manifest, const PartPlan& part, const 
     }
   }
   const auto start = Clock::now();
-  const std::string shard_path = (fs::path(stage_dir) / shard_file(rank)).string();
   std::error_code ec;
   fs::create_directories(fs::path(shard_path).parent_path(), ec);
   if (ec) fail<IoError>("cannot create '{}': {}", fs::path(shard_path).parent_path().string(), ec.message());

@@ -31,12 +31,12 @@ struct ExtractStats {
 std::string shard_file(int rank);
 
 // Extracts the patches `rank` owns under config.partition (over `world_size` ranks) from the
-// slides into its shard (closed on return; the stage skeleton makes it durable and writes the
+// slides into its shard at `shard_path` (closed on return; the stage skeleton makes it durable and writes the
 // marker). Reads the plan file of each slide it touches, one at a time. A slide that fails to read
 // is recorded in the stats, its remaining patches skipped; with config.fail_fast the failure is
 // thrown instead (exit code 3). A failure to write the shard is thrown as IoError naming it.
 ExtractStats extract_rank(const Manifest& manifest, const PartPlan& part, const Config& config,
                           int rank, int world_size, const std::string& stage_dir,
-                          const std::string& fingerprint);
+                          const std::string& fingerprint, const std::string& shard_path);
 
 }  // namespace tessera::patchgen

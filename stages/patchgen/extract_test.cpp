@@ -64,7 +64,8 @@ TEST_F(ExtractTest, RanksShareThePatchesReadFromThePlanFile) {
     int64_t rows = 0;
     std::vector<int64_t> ids;
     for (int rank = 0; rank < 3; ++rank) {
-      ExtractStats stats = extract_rank(manifest_, part_, config_, rank, 3, stage_dir(), "fp");
+      ExtractStats stats = extract_rank(manifest_, part_, config_, rank, 3, stage_dir(), "fp",
+                                        (dir_ / "patchgen" / shard_file(rank)).string());
       EXPECT_TRUE(stats.failed_slides.empty());
       EXPECT_EQ(stats.patches, stats.planned);
       ShardReader shard((dir_ / "patchgen" / shard_file(rank)).string());
@@ -82,7 +83,8 @@ TEST_F(ExtractTest, RanksShareThePatchesReadFromThePlanFile) {
 // A plan that does not match the exchanged counts (another configuration's) is refused, not used.
 TEST_F(ExtractTest, APlanOfAnotherConfigurationIsRefused) {
   try {
-    extract_rank(manifest_, part_, config_, 0, 1, stage_dir(), "other fingerprint");
+    extract_rank(manifest_, part_, config_, 0, 1, stage_dir(), "other fingerprint",
+                 (dir_ / "patchgen" / shard_file(0)).string());
     FAIL() << "a plan of another configuration was used";
   } catch (const IoError& e) {
     EXPECT_NE(std::string(e.what()).find("plans/A.h5"), std::string::npos) << e.what();
@@ -99,7 +101,8 @@ TEST_F(ExtractTest, ShardWriteFailureIsTheRanksNotTheSlides) {
   EXPECT_EXIT(
       {
         try {
-          extract_rank(manifest_, part_, config_, 0, 1, stage_dir(), "fp");
+          extract_rank(manifest_, part_, config_, 0, 1, stage_dir(), "fp",
+                       (dir_ / "patchgen" / shard_file(0)).string());
         } catch (const Error& e) {
           std::fprintf(stderr, "%s\n", e.what());
           std::_Exit(e.exit_code());

@@ -107,9 +107,10 @@ class PatchgenWork final : public StageWork {
     return std::nullopt;
   }
 
-  RankResult rank_work(int rank, int world_size) override {
-    ExtractStats stats =
-        extract_rank(manifest_, part_, config_, rank, world_size, dir_, fingerprint_);
+  RankResult rank_work(const RankContext& context) override {
+    const int rank = context.rank;
+    ExtractStats stats = extract_rank(manifest_, part_, config_, rank, context.world_size, dir_,
+                                      fingerprint_, context.staging_path(shard_file(rank)));
     spdlog::info("wrote {} patches in {:.1f}s (read {:.1f}s, write {:.1f}s)", stats.patches,
                  stats.total_s, stats.read_s, stats.write_s);
     RankResult result;
@@ -146,8 +147,16 @@ int run(const Config& config, Comm& comm) {
   const std::string fingerprint =
       sha256_hex(config.fingerprint_ini + "manifest_sha256 = " + sha256_file(config.manifest) + "\n");
   PatchgenWork work(*manifest, config, stage_dir, fingerprint);
+  // Embed outputs of this part, which a replaced patch run would leave looking valid.
+  std::vector<std::string> downstream;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(fs::path(config.out) / "embed", ec)) {
+    if (entry.is_directory(ec)) {
+      downstream.push_back(part_dir(entry.path().string(), config.stage.part, config.stage.parts));
+    }
+  }
   StageRun run{"patchgen", stage_dir, config.config_ini, fingerprint, config.stage,
-               {{"part", config.stage.part}, {"parts", config.stage.parts}}};
+               {{"part", config.stage.part}, {"parts", config.stage.parts}}, downstream};
   return run_stage(comm, run, work);
 }
 

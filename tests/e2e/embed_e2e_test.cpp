@@ -1,8 +1,11 @@
 // embed end to end: the executable under mpirun with 1..3 ranks over a patchgen run made here.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
 #include <fstream>
+#include <sstream>
+#include <thread>
 
 #include "common/core/fs.h"
 #include "common/h5/h5.h"
@@ -285,6 +288,43 @@ TEST(EmbedE2E, CorruptedPatchShardFailsEmbedAndVerifyFullRepairsIt) {
       << log;
   EXPECT_NE(log.find("redoing rank output"), std::string::npos) << log;
   ASSERT_EQ(run_command(embed(2, run, "--tag bad"), &log), 0) << log;
+}
+
+// patchgen --overwrite cannot replace a patch run while embed reads it; once embed is done it
+// can, and the embeddings made from the replaced run are marked stale, then redone on rerun.
+TEST(EmbedE2E, PatchRunCannotBeReplacedUnderARunningEmbed) {
+  std::string log;
+  const std::string run = (PatchRun::dir() / "guarded").string();
+  fs::create_directories(run);
+  fs::copy(PatchRun::raw() + "/patchgen", run + "/patchgen", fs::copy_options::recursive);
+  const std::string job_log = (PatchRun::dir() / "guarded.log").string();
+  ASSERT_EQ(std::system(("(" + embed(1, run, "--tag g --debug-pause-before-marker 4") + " > " +
+                         job_log + " 2>&1; echo $? >> " + job_log + ") &")
+                            .c_str()),
+            0);
+  bool pausing = false;
+  for (int i = 0; i < 600 && !pausing; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::ifstream in(job_log);
+    std::stringstream text;
+    text << in.rdbuf();
+    pausing = text.str().find("pausing") != std::string::npos;
+  }
+  ASSERT_TRUE(pausing) << "embed did not reach its pause";
+  const std::string overwrite = mpirun(1) + kPatchgen + " --manifest " +
+                                (PatchRun::dir() / "m.csv").string() + " --out " + run +
+                                " --patch-size 64 --overwrite";
+  EXPECT_EQ(run_command(overwrite, &log), 2) << log;
+  EXPECT_NE(log.find("locked"), std::string::npos) << log;
+  std::this_thread::sleep_for(std::chrono::seconds(5));
+  ASSERT_TRUE(fs::exists(run + "/embed/g/_SUCCESS"));
+  ASSERT_EQ(run_command(overwrite, &log), 0) << log;
+  EXPECT_TRUE(fs::exists(run + "/embed/g/_STALE"));
+  ASSERT_EQ(run_command(embed(1, run, "--tag g"), &log), 0) << log;
+  EXPECT_NE(log.find("stale"), std::string::npos) << log;
+  EXPECT_FALSE(fs::exists(run + "/embed/g/_STALE"));
+  h5::File index = h5::File::open(run + "/patchgen/index.h5", h5::Mode::kRead);
+  EXPECT_EQ(read_merged(run + "/embed/g").ids, index.open_dataset("patch_id").read_all<int64_t>());
 }
 
 }  // namespace

@@ -5,7 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
+#include <fstream>
 #include <set>
+#include <thread>
 
 #include "common/core/fs.h"
 #include "common/h5/h5.h"
@@ -182,6 +185,55 @@ TEST(PatchgenE2E, ChangedConfigOrWorldSizeRefusedUnlessOverwrite) {
   EXPECT_NE(log.find("1 ranks"), std::string::npos) << log;
   ASSERT_EQ(run_command(patchgen(2, manifest(), out, "--min-tissue 0.9 --overwrite"), &log), 0) << log;
   EXPECT_TRUE(fs::exists(out + "/patchgen/_SUCCESS"));
+}
+
+// kill -9 of mpirun and rank 0 leaves rank 1 running: a rerun meanwhile is refused (exit 2)
+// naming the orphans, the orphan writes neither its shard nor its marker, and once it is gone a
+// rerun completes with the outputs of an uninterrupted run.
+TEST(PatchgenE2E, OrphanedRanksCannotWriteAndARerunWaitsForThem) {
+  TempDir tmp("pg_orphan");
+  std::string log;
+  ASSERT_EQ(run_command(patchgen(2, manifest(), tmp / "clean"), &log), 0) << log;
+  const std::string out = tmp / "run";
+  const std::string job_log = tmp / "job.log";
+  const std::string pid_file = tmp / "mpirun.pid";
+  ASSERT_EQ(std::system(("(" + patchgen(2, manifest(), out, "--debug-pause-before-marker 6") +
+                         " > " + job_log + " 2>&1 & echo $! > " + pid_file + ")")
+                            .c_str()),
+            0);
+  // Wait until both ranks pause after their work, then kill mpirun and rank 0.
+  std::string rank0_pid;
+  for (int i = 0; i < 600 && rank0_pid.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::ifstream in(job_log);
+    std::string line, text;
+    int pausing = 0;
+    std::string pid;
+    while (std::getline(in, line)) {
+      const auto at = line.find("pausing");
+      if (at == std::string::npos) continue;
+      ++pausing;
+      const auto p = line.find("rank 0 (pid ");
+      if (p != std::string::npos) pid = line.substr(p + 12, line.find(')', p) - p - 12);
+    }
+    if (pausing == 2) rank0_pid = pid;
+  }
+  ASSERT_FALSE(rank0_pid.empty()) << "the ranks did not reach the pause";
+  std::string mpirun_pid;
+  std::ifstream(pid_file) >> mpirun_pid;
+  ASSERT_EQ(std::system(("kill -9 " + mpirun_pid + " " + rank0_pid).c_str()), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(run_command(patchgen(2, manifest(), out), &log), 2) << log;
+  EXPECT_NE(log.find("ranks of an earlier job"), std::string::npos) << log;
+  // The orphan wakes up, finds its job gone, and stops without writing.
+  std::this_thread::sleep_for(std::chrono::seconds(7));
+  EXPECT_FALSE(fs::exists(out + "/patchgen/markers/rank-00001.json"));
+  EXPECT_FALSE(fs::exists(out + "/patchgen/shards/rank-00001.h5"));
+  ASSERT_EQ(run_command(patchgen(2, manifest(), out), &log), 0) << log;
+  auto clean = patchgen::digest_run(tmp / "clean/patchgen");
+  auto rerun = patchgen::digest_run(out + "/patchgen");
+  EXPECT_EQ(rerun.index_sha256, clean.index_sha256);
+  EXPECT_EQ(rerun.pixels_sha256, clean.pixels_sha256);
 }
 
 TEST(PatchgenE2E, ConcurrentRunFailsFastOnTheLock) {
