@@ -108,8 +108,15 @@ class EmbedWork final : public StageWork {
     spdlog::info("embed complete: {} embeddings of dimension {} in '{}/embeddings.h5', {} slide "
                  "files in '{}/features'",
                  info_.rows, model_->output_dim(), dir_, slides, dir_);
+    const bool empty = info_.rows == 0;
+    if (empty) {
+      spdlog::error("the patch run '{}' has no patches: every one of its {} slides failed (see "
+                    "its _SUCCESS); nothing was embedded",
+                    info_.stage_dir, info_.success.value("slides", 0));
+    }
     return {{"tag", config_.tag},
-            {"status", "completed"},
+            {"status", empty ? "completed_without_patches" : "completed"},
+            {"exit_code", empty ? kExitSlidesFailed : kExitOk},
             {"patches", info_.rows},
             {"slides", slides},
             {"output_dim", model_->output_dim()},

@@ -327,6 +327,24 @@ TEST(EmbedE2E, PatchRunCannotBeReplacedUnderARunningEmbed) {
   EXPECT_EQ(read_merged(run + "/embed/g").ids, index.open_dataset("patch_id").read_all<int64_t>());
 }
 
+// A patch run whose slides all failed: embed says so and exits 3 like patchgen, not 0 with
+// nothing embedded.
+TEST(EmbedE2E, RunWithoutPatchesExitsThree) {
+  std::string log;
+  const fs::path dir = PatchRun::dir() / "nopatches";
+  fs::create_directories(dir);
+  write_text((dir / "broken.tif").string(), "II*garbage that is not a TIFF directory");
+  write_text((dir / "m.csv").string(), "slide_id,path\nbroken,broken.tif\n");
+  EXPECT_EQ(run_command(mpirun(1) + kPatchgen + " --manifest " + (dir / "m.csv").string() +
+                            " --out " + (dir / "run").string(),
+                        &log),
+            3)
+      << log;
+  EXPECT_EQ(run_command(embed(2, (dir / "run").string(), ""), &log), 3) << log;
+  EXPECT_NE(log.find("has no patches"), std::string::npos) << log;
+  EXPECT_EQ(read_merged((dir / "run/embed/vit-tiny").string()).ids.size(), 0u);
+}
+
 }  // namespace
 }  // namespace tessera::e2e
 
