@@ -18,7 +18,7 @@ mkdir -p "$demo/slides"
   echo "slide_id,path,patient_id,site"
   for i in 1 2 3; do
     slide="$demo/slides/demo-$i.tif"
-    [[ -f "$slide" ]] || "$build/stages/synthslide/synthslide" --out "$slide" --width 4000 \
+    [[ -f "$slide" ]] || "$build/tests/synthslide/synthslide" --out "$slide" --width 4000 \
       --height 3000 --seed "$i" --mask-out "$demo/slides/demo-$i.mask.png" >&2
     echo "demo-$i,slides/demo-$i.tif,patient-$(( (i + 1) / 2 )),site-$i"
   done
