@@ -2,9 +2,10 @@
 // Every failing HDF5 call throws IoError naming the operation, the file and the object path; the
 // HDF5 library's own error stack printing is switched off process-wide by h5::init().
 //
-// Debian's parallel HDF5 is not thread-safe: every HDF5 call of a process must come from one
-// thread. These handles open files with the default (POSIX, per-process) driver; each rank owns
-// its own files.
+// tessera links Debian's serial, thread-safe HDF5 build (docs/architecture.md says why): the
+// library serialises its calls internally, so handles may be used from several threads, one
+// thread per handle at a time. Files are opened with the default (POSIX) driver; each rank owns
+// the files it writes.
 #pragma once
 
 #include <hdf5.h>

@@ -121,8 +121,8 @@ int mpi_main(int argc, char** argv, const std::string& usage, OptionTable table,
       spdlog::error("{}", e.what());
       spdlog::default_logger()->flush();
       // Bad input (exit code 2) is found before anything is written. Any other error may leave
-      // an HDF5 file that cannot be flushed (a full disk), and HDF5 1.10's teardown in
-      // MPI_Finalize crashes on one: end the job without it, as with several ranks.
+      // an HDF5 file open that cannot be flushed (a full disk), which HDF5's teardown at exit
+      // would try to flush again: end the job at once, as with several ranks.
       if (comm.size() > 1 || e.exit_code() != kExitBadInput) comm.abort(e.exit_code());
       code = e.exit_code();
     } catch (const std::exception& e) {

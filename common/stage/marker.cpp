@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <random>
 
@@ -16,7 +17,8 @@ namespace tessera {
 namespace fs = std::filesystem;
 
 nlohmann::json OutputRecord::to_json() const {
-  return {{"file", file}, {"bytes", bytes}, {"xxh3", xxh3}, {"xxh3_ends", xxh3_ends}};
+  return {{"file", file},          {"bytes", bytes},   {"xxh3", xxh3},
+          {"xxh3_ends", xxh3_ends}, {"sync_s", sync_s}, {"hash_s", hash_s}};
 }
 
 OutputRecord OutputRecord::from_json(const nlohmann::json& j) {
@@ -29,13 +31,18 @@ OutputRecord OutputRecord::from_json(const nlohmann::json& j) {
 }
 
 OutputRecord seal_output(const std::string& stage_dir, const std::string& relative_path) {
+  using Clock = std::chrono::steady_clock;
   const std::string path = (fs::path(stage_dir) / relative_path).string();
+  const auto t0 = Clock::now();
   sync_file(path);
+  const auto t1 = Clock::now();
   OutputRecord r;
   r.file = relative_path;
   r.bytes = file_size(path).value_or(0);
   r.xxh3 = xxh3_file(path);
   r.xxh3_ends = xxh3_ends(path);
+  r.sync_s = std::chrono::duration<double>(t1 - t0).count();
+  r.hash_s = std::chrono::duration<double>(Clock::now() - t1).count();
   return r;
 }
 

@@ -33,6 +33,8 @@ struct OutputRecord {
   uint64_t bytes = 0;
   std::string xxh3;       // XXH3-128 of every byte
   std::string xxh3_ends;  // xxh3_ends(): the size and the first and last 64 KiB
+  double sync_s = 0;      // seal_output's fsync of the file and its directory (informational)
+  double hash_s = 0;      // and its hashing
   nlohmann::json to_json() const;
   static OutputRecord from_json(const nlohmann::json& j);  // throws nlohmann::json::exception
 };

@@ -42,6 +42,11 @@ std::optional<FileLock> hold_input(Comm& comm, const std::string& stage_dir,
   std::string problem;
   if (comm.rank() == 0 && options.file_locking) {
     try {
+      if (!path_exists((fs::path(stage_dir) / "run.json").string())) {
+        fail<InvalidInput>("'{}' is not complete (no _SUCCESS): run that stage first or finish its "
+                           "rerun",
+                           stage_dir);
+      }
       std::string holder;
       lock = FileLock::try_acquire((fs::path(stage_dir) / kLockFile).string(), &holder,
                                    FileLock::Mode::kShared);

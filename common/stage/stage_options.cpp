@@ -33,8 +33,8 @@ void add_stage_options(po::options_description& desc) {
       ("parts", po::value<int>(),
        "number of parts the cohort is split into; default: the Slurm array's size, else 1")
       ("verify", po::value<std::string>()->default_value("cheap"),
-       "how a rerun checks outputs its markers call complete: cheap (sizes, format, the files' "
-       "ends) or full (every byte)")
+       "how inputs and outputs that markers call complete are checked: cheap (sizes and an XXH3 "
+       "of each file's first and last 64 KiB) or full (an XXH3 of every byte)")
       ("file-locking", po::value<bool>()->default_value(true),
        "lock the stage directory (false only for file systems mounted without locking)")
       ("overwrite", po::bool_switch(), "replace existing outputs made with another configuration");
@@ -53,6 +53,12 @@ StageOptions stage_options_from(const po::variables_map& values,
       fail<InvalidInput>("the Slurm job array {}-{} has {} tasks: parts must be consecutive "
                          "(use --array={}-{} without a step, or give --part and --parts)",
                          min, max, count, min, min + count - 1);
+    }
+    if (count == 1 && min != 0 && !(values.count("part") && values.count("parts"))) {
+      // --array=2 resubmitting one part of a larger array cannot tell how many parts there are.
+      fail<InvalidInput>("a one-task Slurm array (task {}) does not say which part of how many it "
+                         "is: give --part and --parts",
+                         id);
     }
     o.part = id - min;
     o.parts = count;

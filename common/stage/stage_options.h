@@ -12,7 +12,7 @@ namespace tessera {
 
 // How much a rerun reads to accept an output that a marker calls complete.
 enum class VerifyLevel {
-  kCheap,  // marker fields, file sizes, the HDF5 signature and an XXH3 of each file's two ends
+  kCheap,  // marker fields, file sizes and an XXH3 of each file's first and last 64 KiB
   kFull    // the above plus an XXH3 of every byte of every output
 };
 

@@ -49,6 +49,13 @@ TEST(StageOptions, BadPartsAndArraysAreRefused) {
                           {"SLURM_ARRAY_TASK_COUNT", "4"}}),
                InvalidInput);
   EXPECT_THROW(parse({}, {{"SLURM_ARRAY_TASK_ID", "x"}}), InvalidInput);
+  // --array=2, resubmitting one part: refused unless the part is given.
+  const std::map<std::string, std::string> one = {{"SLURM_ARRAY_TASK_ID", "2"},
+                                                  {"SLURM_ARRAY_TASK_MIN", "2"},
+                                                  {"SLURM_ARRAY_TASK_MAX", "2"},
+                                                  {"SLURM_ARRAY_TASK_COUNT", "1"}};
+  EXPECT_THROW(parse({}, one), InvalidInput);
+  EXPECT_EQ(parse({"--part", "2", "--parts", "4"}, one).part, 2);
 }
 
 }  // namespace

@@ -130,7 +130,8 @@ std::map<std::string, std::string> option_values(const Config& c) {
       {"parts", ini_value(c.stage.parts)},
       {"verify", to_string(c.stage.verify)},
       {"file-locking", ini_value(c.stage.file_locking)},
-      {"overwrite", ini_value(c.stage.overwrite)},
+      // Never saved as true: feeding config.ini back must not wipe the run it describes.
+      {"overwrite", ini_value(false)},
       {"debug-kill-rank", ini_value(c.debug_kill_rank)},
       {"debug-kill-after", ini_value(c.debug_kill_after)},
       {"debug-file-size-limit", ini_value(c.debug_file_size_limit)},

@@ -101,6 +101,8 @@ TEST(PatchgenConfig, RunControlAndDebugOptionsAreNotFingerprinted) {
   EXPECT_NE(parse({"--progress-interval", "1"}).config_ini, a.config_ini);
   EXPECT_EQ(parse({"--debug-kill-rank", "1"}).config_ini, a.config_ini);
   EXPECT_EQ(a.config_ini.find("debug"), std::string::npos) << a.config_ini;
+  // config.ini never carries --overwrite: feeding it back must not wipe the run.
+  EXPECT_EQ(parse({"--overwrite"}).config_ini, a.config_ini);
   EXPECT_NE(parse({"--parts", "2"}).fingerprint_ini, a.fingerprint_ini);
 }
 
