@@ -203,6 +203,8 @@ struct ShardReader::Impl {
   int64_t rows = 0;
   int patch_size = 0;
   std::string encoding;
+  hsize_t chunk_rows = 1;       // raw encoding: patches per chunk
+  std::vector<uint8_t> buffer;  // one chunk's worth of rows
 };
 
 ShardReader::ShardReader(const std::string& path) : impl_(std::make_unique<Impl>()) {
@@ -216,7 +218,20 @@ ShardReader::ShardReader(const std::string& path) : impl_(std::make_unique<Impl>
   }
   s.patch_size = static_cast<int>(s.file->attr_int("patch_size"));
   s.encoding = s.file->attr_string("encoding");
-  s.patches.emplace(s.file->open_dataset("patches"));
+  {
+    // Rows of one chunk are often read by several calls (a rank's share of the rows, batch
+    // after batch): cache four chunks, so each is read and checksummed once.
+    // (raw: uint8 pixels, so a chunk's bytes are the product of its dimensions; JPEG chunks hold
+    // only heap references and keep HDF5's default cache.)
+    h5::Dataset probe = s.file->open_dataset("patches");
+    const std::vector<hsize_t> chunk = probe.chunk_dims();
+    probe.close();
+    size_t chunk_bytes = 1;
+    for (hsize_t d : chunk) chunk_bytes *= static_cast<size_t>(d);
+    s.patches.emplace(chunk.size() > 1 ? s.file->open_dataset("patches", 4 * chunk_bytes)
+                                       : s.file->open_dataset("patches"));
+    if (!chunk.empty()) s.chunk_rows = chunk[0];
+  }
   s.rows = static_cast<int64_t>(s.patches->dims().at(0));
 }
 
@@ -262,7 +277,29 @@ void ShardReader::read_patches(const std::vector<uint64_t>& rows, uint8_t* rgb) 
       }
     }
   } else {
-    s.patches->read_row_list(rgb, list);
+    // One contiguous read per chunk touched, of the rows between the first and the last wanted
+    // in it. HDF5 1.10 reads and checksums a filtered chunk again for every block of a scattered
+    // selection (a cyclic share of rows), so a row list was 30x slower than this.
+    const size_t patch_bytes = static_cast<size_t>(s.patch_size) * s.patch_size * 3;
+    Impl& m = *impl_;
+    for (size_t i = 0; i < list.size();) {
+      const hsize_t chunk = list[i] / s.chunk_rows;
+      size_t j = i + 1;
+      while (j < list.size() && list[j] / s.chunk_rows == chunk) ++j;
+      const hsize_t first = list[i];
+      const hsize_t count = list[j - 1] - first + 1;
+      if (count == j - i) {
+        s.patches->read_rows(rgb + i * patch_bytes, first, count);
+      } else {
+        m.buffer.resize(count * patch_bytes);
+        s.patches->read_rows(m.buffer.data(), first, count);
+        for (size_t k = i; k < j; ++k) {
+          std::memcpy(rgb + k * patch_bytes, m.buffer.data() + (list[k] - first) * patch_bytes,
+                      patch_bytes);
+        }
+      }
+      i = j;
+    }
   }
 }
 
