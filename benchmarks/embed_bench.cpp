@@ -24,6 +24,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/core/options.h"
 #include "benchmarks/bench_report.h"
 #include "common/core/error.h"
 #include "common/core/fs.h"

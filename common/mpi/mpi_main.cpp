@@ -78,7 +78,7 @@ int mpi_main(int argc, char** argv, const std::string& usage, OptionTable table,
     std::vector<std::string> args(argv + 1, argv + argc);
 
     Request request = Request::kRun;
-    StageRun run;
+    StageMain run;
     std::optional<RankFailure> failure;
     try {
       check_thread_level(session.thread_level());
@@ -136,11 +136,11 @@ int mpi_main(int argc, char** argv, const std::string& usage, OptionTable table,
 }
 
 int mpi_main(int argc, char** argv, const std::string& usage, po::options_description desc,
-             const StageBody& body) {
+             const DriverBody& body) {
   OptionTable table;
   table.add(desc, OptionKind::kResult);
   return mpi_main(argc, argv, usage, std::move(table),
-                  [&body](const po::variables_map& options) -> StageRun {
+                  [&body](const po::variables_map& options) -> StageMain {
                     return [&body, options](Comm& comm) { return body(options, comm); };
                   });
 }

@@ -45,19 +45,19 @@ std::optional<RankFailure> agree_on_failure(Comm& comm, const std::optional<Rank
 
 // Runs on every rank after option parsing: builds and validates the stage's configuration
 // (throwing InvalidInput for bad values) and returns what runs the stage with it.
-using StageRun = std::function<int(Comm& comm)>;
-using StageSetup = std::function<StageRun(const po::variables_map& options)>;
+using StageMain = std::function<int(Comm& comm)>;
+using StageSetup = std::function<StageMain(const po::variables_map& options)>;
 
 // Runs a stage: MPI init, option parsing with `table` (common options are added here),
 // --help / --help-all / --version (printed by rank 0, exit 0), logging set-up, `setup`, then the
-// StageRun it returns.
+// StageMain it returns.
 //   - Parsing, the MPI thread level, logging set-up and `setup` run on every rank and their
 //     outcome is agreed collectively (agree_on_failure) before any rank starts the stage: on a
 //     failure anywhere, rank 0 prints the message and every rank returns its exit code
 //     (kExitBadInput for options and configuration).
-//   - The StageRun returns the exit code (collective outcomes such as an invalid manifest are
+//   - The StageMain returns the exit code (collective outcomes such as an invalid manifest are
 //     returned by every rank alike).
-//   - An exception escaping the StageRun on any rank is logged with that rank and, when the job
+//   - An exception escaping the StageMain on any rank is logged with that rank and, when the job
 //     has more than one rank, aborts the whole job with the exception's exit code so no rank hangs
 //     in a collective.
 int mpi_main(int argc, char** argv, const std::string& usage, OptionTable table,
@@ -65,8 +65,8 @@ int mpi_main(int argc, char** argv, const std::string& usage, OptionTable table,
 
 // The same for drivers whose options carry no kinds (every option shown by --help): `body` gets
 // the parsed options and runs the stage.
-using StageBody = std::function<int(const po::variables_map& options, Comm& comm)>;
+using DriverBody = std::function<int(const po::variables_map& options, Comm& comm)>;
 int mpi_main(int argc, char** argv, const std::string& usage, po::options_description desc,
-             const StageBody& body);
+             const DriverBody& body);
 
 }  // namespace tessera

@@ -1,3 +1,4 @@
+#include "common/core/options.h"
 #include "common/stage/stage_options.h"
 
 #include <cstdlib>

@@ -6,7 +6,7 @@
 #include <map>
 #include <string>
 
-#include "common/core/options.h"
+#include "common/core/options_fwd.h"
 
 namespace tessera {
 

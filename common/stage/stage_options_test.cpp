@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "common/core/error.h"
+#include "common/core/options.h"
 
 namespace tessera {
 namespace {

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <map>
 
+#include "common/core/options.h"
 #include "common/core/error.h"
 #include "common/core/fs.h"
 
@@ -28,8 +29,9 @@ OptionTable option_table() {
        "store: read patchgen's shards; wsi: read the same patches from the slides (coupled baseline)")
       ("store-dtype", kResult, po::value<std::string>()->default_value("fp32"),
        "fp32 or fp16 embeddings on disk")
-      ("partition", kResult, po::value<std::string>()->default_value("cyclic"),
-       "how index rows are split over ranks: cyclic, block-cyclic:B or contiguous")
+      ("partition", kResult, po::value<std::string>()->default_value("contiguous"),
+       "how index rows are split over ranks: contiguous (one run of rows per rank: sequential "
+       "shard reads, one virtual-dataset mapping per rank), block-cyclic:B or cyclic")
       ("progress-interval", kRunControl, po::value<double>()->default_value(5.0),
        "seconds between progress reports of rank 0 (>= 0)");
   t.group("Model and inference")

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "common/core/options.h"
+#include "common/core/options_fwd.h"
 #include "common/stage/partition.h"
 #include "common/stage/stage_options.h"
 #include "stages/embed/model.h"
@@ -25,7 +25,7 @@ struct Config {
   bool deterministic = false;     // embed each image on its own (rank-count independent bytes)
   std::string source = "store";   // store | wsi
   std::string store_dtype = "fp32";  // fp32 | fp16 for the rank shards and merged outputs
-  Partition::Spec partition;      // of the index rows over ranks
+  Partition::Spec partition{PartitionKind::kContiguous, 1};  // of the index rows over ranks
   StageOptions stage;             // part/parts, verify, file locking, overwrite
   double progress_interval = 5;
   int debug_kill_rank = -1;

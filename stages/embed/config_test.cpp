@@ -1,3 +1,4 @@
+#include "common/core/options.h"
 #include "stages/embed/config.h"
 
 #include <gtest/gtest.h>

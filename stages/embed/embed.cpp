@@ -150,6 +150,13 @@ int run(const Config& config, Comm& comm) {
   const std::optional<FileLock> input_lock = hold_input(comm, patchgen_dir, config.stage);
   check_stage_input(comm, patchgen_dir, config.stage.verify);
   const IndexInfo info = load_index_info(patchgen_dir);
+  if (config.partition.kind != PartitionKind::kContiguous &&
+      info.rows / config.partition.block > 100000 && comm.rank() == 0) {
+    // HDF5 1.10 keeps a strided virtual-dataset mapping as one block per run of rows.
+    spdlog::warn("--partition {} over {} rows maps embeddings.h5 onto the shards in {} pieces, "
+                 "which HDF5 opens slowly; --partition contiguous maps one piece per rank",
+                 config.partition.to_string(), info.rows, info.rows / config.partition.block);
+  }
   if (config.source == "wsi" && info.encoding != "raw" && comm.rank() == 0) {
     spdlog::warn("--source wsi reads the slides; the store is JPEG-encoded, so embeddings will "
                  "differ slightly from --source store");

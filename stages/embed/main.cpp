@@ -1,4 +1,5 @@
 // embed: batched foundation-model inference over patchgen's patch stores.
+#include "common/core/options.h"
 #include "common/mpi/mpi_main.h"
 #include "stages/embed/config.h"
 #include "stages/embed/embed.h"
@@ -6,7 +7,7 @@
 int main(int argc, char** argv) {
   namespace em = tessera::embed;
   return tessera::mpi_main(argc, argv, em::kUsage, em::option_table(),
-                           [](const tessera::po::variables_map& values) -> tessera::StageRun {
+                           [](const tessera::po::variables_map& values) -> tessera::StageMain {
                              return [config = em::config_from(values)](tessera::Comm& comm) {
                                return em::run(config, comm);
                              };

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <map>
 
+#include "common/core/options.h"
 #include "common/core/error.h"
 
 namespace tessera::patchgen {

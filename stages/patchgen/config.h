@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "common/core/options.h"
+#include "common/core/options_fwd.h"
 #include "common/stage/partition.h"
 #include "common/stage/stage_options.h"
 #include "common/store/store.h"

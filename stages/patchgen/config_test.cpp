@@ -1,3 +1,4 @@
+#include "common/core/options.h"
 #include "stages/patchgen/config.h"
 
 #include <gtest/gtest.h>
