@@ -121,5 +121,16 @@ TEST(ArgbToRgb, OpaquePatchAndOneTranslucentPixel) {
   }
 }
 
+// A slide that is not there is reported as such, not as an unsupported format.
+TEST(SlideOpen, AMissingFileSaysSo) {
+  try {
+    Slide::open("/no/such/slide.svs");
+    FAIL() << "a missing slide opened";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("no such file"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("/no/such/slide.svs"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace tessera

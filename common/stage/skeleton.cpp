@@ -69,6 +69,28 @@ std::string part_dir(const std::string& root, int part, int parts) {
   return (fs::path(root) / fmt::format("part-{:05d}-of-{:05d}", part, parts)).string();
 }
 
+std::vector<std::string> incomplete_parts(const std::string& root, int parts) {
+  std::vector<std::string> missing;
+  for (int p = 0; p < parts; ++p) {
+    const std::string dir = part_dir(root, p, parts);
+    if (!path_exists((fs::path(dir) / "_SUCCESS").string()) ||
+        path_exists((fs::path(dir) / kStaleFile).string())) {
+      missing.push_back(dir);
+    }
+  }
+  return missing;
+}
+
+void require_all_parts(const std::string& root, int parts) {
+  const std::vector<std::string> missing = incomplete_parts(root, parts);
+  if (missing.empty()) return;
+  std::string list;
+  for (const auto& dir : missing) list += "\n  " + dir;
+  fail<InvalidInput>("{} of the {} parts of '{}' are not complete (run or rerun them with --part "
+                     "and --parts {}):{}",
+                     missing.size(), parts, root, parts, list);
+}
+
 std::string marker_path(const std::string& stage_dir, int rank) {
   return (fs::path(stage_dir) / "markers" / rank_file_name(rank, ".json")).string();
 }

@@ -96,6 +96,15 @@ std::string part_dir(const std::string& root, int part, int parts);
 std::optional<FileLock> hold_input(Comm& comm, const std::string& stage_dir,
                                    const StageOptions& options);
 
+// Not collective. For a stage that needs every part of an earlier one (ingest over embed's
+// parts): the part directories under `root` (of `parts`) that are not complete, i.e. have no
+// _SUCCESS, are marked stale, or do not exist; empty when all are complete.
+std::vector<std::string> incomplete_parts(const std::string& root, int parts);
+
+// Throws InvalidInput listing every incomplete part of `root` (from incomplete_parts), with what
+// to run; returns when all `parts` parts are complete.
+void require_all_parts(const std::string& root, int parts);
+
 // Not collective. The marker of `rank` in `stage_dir`.
 std::string marker_path(const std::string& stage_dir, int rank);
 

@@ -213,6 +213,32 @@ TEST_F(SkeletonTest, AnInputBeingReadCannotBeReplaced) {
   EXPECT_EQ(run_stage(comm_, run_, after), 0);
 }
 
+// A stage that needs every part refuses with the list of those that are not complete.
+TEST_F(SkeletonTest, AllPartsAreRequiredAndTheMissingOnesListed) {
+  const std::string root = dir_.string();
+  for (int p : {0, 2}) {
+    StageRun part = run_;
+    part.dir = part_dir(root, p, 3);
+    RecordingWork work(part.dir);
+    ASSERT_EQ(run_stage(comm_, part, work), 0);
+  }
+  EXPECT_EQ(incomplete_parts(root, 3), std::vector<std::string>{part_dir(root, 1, 3)});
+  try {
+    require_all_parts(root, 3);
+    FAIL() << "an incomplete part was accepted";
+  } catch (const InvalidInput& e) {
+    EXPECT_NE(std::string(e.what()).find("part-00001-of-00003"), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).find("part-00000-of-00003"), std::string::npos) << e.what();
+  }
+  StageRun part = run_;
+  part.dir = part_dir(root, 1, 3);
+  RecordingWork work(part.dir);
+  ASSERT_EQ(run_stage(comm_, part, work), 0);
+  EXPECT_NO_THROW(require_all_parts(root, 3));
+  atomic_write_file(part_dir(root, 2, 3) + "/_STALE", "{}");
+  EXPECT_EQ(incomplete_parts(root, 3), std::vector<std::string>{part_dir(root, 2, 3)});
+}
+
 TEST(PartDir, OnePartIsTheRootItself) {
   EXPECT_EQ(part_dir("RUN/patchgen", 0, 1), "RUN/patchgen");
   EXPECT_EQ(part_dir("RUN/patchgen", 3, 12), "RUN/patchgen/part-00003-of-00012");
