@@ -6,6 +6,7 @@
 
 #include <csignal>
 #include <filesystem>
+#include <fstream>
 #include <random>
 
 #include "common/core/error.h"
@@ -23,6 +24,48 @@ std::vector<uint8_t> random_patch(int size, uint32_t seed) {
 }
 
 class StoreTest : public ::testing::TestWithParam<std::string> {};
+
+// Damage inside the pixels fails the read of that chunk, naming the shard, for both encodings;
+// the other chunks still read.
+TEST_P(StoreTest, DamagedPixelsFailTheirChunksRead) {
+  const std::string encoding = GetParam();
+  const auto path =
+      (fs::temp_directory_path() / ("tessera_store_damage_" + encoding + ".h5")).string();
+  StoreLayout layout;
+  layout.patch_size = 64;
+  layout.encoding = encoding;
+  layout.chunk_patches = 8;
+  std::vector<uint8_t> p = random_patch(64, 5);
+  {
+    ShardWriter writer(path, layout, 0, 1);
+    for (int i = 0; i < 40; ++i) writer.add(i, 0, i, i, 0.5f, p.data());
+    writer.close();
+  }
+  std::vector<uint8_t> out(64 * 64 * 3);
+  ShardReader(path).read_patches({0}, out.data());
+  {
+    // Flip bytes in the middle of the file: inside some chunk of pixels (or JPEG blobs).
+    std::fstream io(path, std::ios::in | std::ios::out | std::ios::binary);
+    io.seekg(0, std::ios::end);
+    const auto size = static_cast<std::streamoff>(io.tellg());
+    io.seekp(size / 2);
+    const std::string junk(64, '\x42');
+    io.write(junk.data(), static_cast<std::streamsize>(junk.size()));
+  }
+  ShardReader reader(path);
+  int failures = 0;
+  for (uint64_t row = 0; row < 40; row += 8) {
+    try {
+      reader.read_patches({row}, out.data());
+    } catch (const IoError& e) {
+      ++failures;
+      EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_GE(failures, 1);
+  EXPECT_LT(failures, 5);
+  fs::remove(path);
+}
 
 TEST_P(StoreTest, WriteThenReadRowsAndColumns) {
   const std::string encoding = GetParam();
