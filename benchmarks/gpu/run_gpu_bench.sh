@@ -30,8 +30,9 @@ exec "$debs/usr/bin/pkgconf" "\$@"
 EOF
 chmod +x "$debs/pkg-config"
 
-# 2. Build embed_bench only (no tests) against the machine's libtorch. MPI and HDF5 are given
-# explicitly: their compiler wrappers need Open MPI's mpicc (and FindHDF5 links a static test).
+# 2. Build embed_bench only (no tests) against the machine's libtorch. MPI is given explicitly
+# (its compiler wrappers need Open MPI's mpicc); the serial HDF5 (libhdf5-dev, libhdf5-103-1) and
+# libxxhash are found through their pkg-config files, rewritten above.
 torch_dir="${TORCH_DIR:-$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')/Torch}"
 if [[ -d /usr/local/cuda/bin ]]; then export PATH="/usr/local/cuda/bin:$PATH"; fi  # nvcc for libtorch
 {
@@ -43,14 +44,12 @@ if [[ -d /usr/local/cuda/bin ]]; then export PATH="/usr/local/cuda/bin:$PATH"; f
     -DMPI_C_HEADER_DIR="$lib/openmpi/include" -DMPI_CXX_HEADER_DIR="$lib/openmpi/include" \
     -DMPI_C_LIB_NAMES=mpi -DMPI_CXX_LIB_NAMES="mpi_cxx;mpi" \
     -DMPI_mpi_LIBRARY="$lib/libmpi.so.40" -DMPI_mpi_cxx_LIBRARY="$lib/libmpi_cxx.so.40" \
-    -DHDF5_C_COMPILER_EXECUTABLE=/bin/false -DHDF5_C_INCLUDE_DIR="$debs/usr/include/hdf5/openmpi" \
-    -DHDF5_hdf5_LIBRARY_RELEASE="$lib/hdf5/openmpi/libhdf5.so" \
     -DOPENSSL_ROOT_DIR="$debs/usr"
   cmake --build "$build" -j "$(nproc)" --target embed_bench
 } > "$out/build.log" 2>&1 || { tail -n 60 "$out/build.log"; exit 1; }
 
 # 3. The run: Debian's libraries first, Open MPI as an isolated singleton relocated to $debs.
-debs_path="$lib:$lib/openmpi/lib:$lib/blas:$lib/lapack:$debs/lib/x86_64-linux-gnu"
+debs_path="$lib:$lib/hdf5/serial:$lib/openmpi/lib:$lib/blas:$lib/lapack:$debs/lib/x86_64-linux-gnu"
 export LD_LIBRARY_PATH="$debs_path${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export OPAL_PREFIX="$debs/usr" OMPI_MCA_ess_singleton_isolated=1
 export OMPI_MCA_mca_base_component_path="$lib/openmpi/lib/openmpi3"
