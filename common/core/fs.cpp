@@ -17,31 +17,15 @@
 #include <vector>
 
 #include "common/core/error.h"
+#include "common/core/posix_fd.h"
 
 namespace tessera {
 namespace {
 
 namespace fs = std::filesystem;
 
-[[noreturn]] void fail_errno(std::string_view what, const std::string& path, int err) {
-  fail<IoError>("cannot {} '{}': {}", what, path, std::strerror(err));
-}
-
-// Closes a POSIX file descriptor on scope exit unless released.
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  int get() const { return fd_; }
-  int release() { return std::exchange(fd_, -1); }
-
- private:
-  int fd_;
-};
+using detail::Fd;
+using detail::fail_errno;
 
 void write_all(int fd, const char* data, size_t size, const std::string& path) {
   while (size > 0) {

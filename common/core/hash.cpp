@@ -13,27 +13,13 @@
 #include <vector>
 
 #include "common/core/error.h"
+#include "common/core/posix_fd.h"
 
 namespace tessera {
 namespace {
 
-[[noreturn]] void fail_errno(const char* what, const std::string& path, int err) {
-  fail<IoError>("cannot {} '{}': {}", what, path, std::strerror(err));
-}
-
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
+using detail::Fd;
+using detail::fail_errno;
 
 int open_for_hash(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
