@@ -429,27 +429,27 @@ json repetition(int index, const Setup& s, const std::string& run_dir, Comm& com
     int64_t plans_read = 0;
     double plan_read_s = 0;
     Stopwatch total;
-    for (const ItemRun& run : partition.runs(rank)) {
-      for (int64_t item = run.first; item < run.first + run.count; ++item) {
-        const auto [position, ordinal] = order.locate(item);
-        const int slide = part.slides[position];
-        if (open_position != position) {
-          const std::string path =
-              patchgen::plan_path(stage_dir, s.manifest.slides[slide].slide_id);
-          Stopwatch read;
-          plan = patchgen::read_plan(path, s.fingerprint, /*with_patches=*/true);
-          plan_read_s += read.seconds();
-          ++plans_read;
-          if (!plan || plan->patch_count != part.counts[position]) {
-            fail<IoError>("the plan '{}' is missing or differs from the exchange", path);
-          }
-          open_position = position;
+    // Item by item, as extract_rank walks them (no list of the rank's items).
+    for (int64_t k = 0; k < partition.count(rank); ++k) {
+      const int64_t item = partition.global_index(rank, k);
+      const auto [position, ordinal] = order.locate(item);
+      const int slide = part.slides[position];
+      if (open_position != position) {
+        const std::string path =
+            patchgen::plan_path(stage_dir, s.manifest.slides[slide].slide_id);
+        Stopwatch read;
+        plan = patchgen::read_plan(path, s.fingerprint, /*with_patches=*/true);
+        plan_read_s += read.seconds();
+        ++plans_read;
+        if (!plan || plan->patch_count != part.counts[position]) {
+          fail<IoError>("the plan '{}' is missing or differs from the exchange", path);
         }
-        const patchgen::GridPatch& g = plan->patches[ordinal];
-        writer.add(patchgen::make_patch_id(slide, ordinal), slide, g.x, g.y, g.tissue,
-                   blank.data());
-        ++stats.patches;
+        open_position = position;
       }
+      const patchgen::GridPatch& g = plan->patches[ordinal];
+      writer.add(patchgen::make_patch_id(slide, ordinal), slide, g.x, g.y, g.tissue,
+                 blank.data());
+      ++stats.patches;
     }
     plan.reset();
     writer.close();

@@ -79,64 +79,65 @@ ExtractStats extract_rank(const Manifest& manifest, const PartPlan& part, const 
   std::set<int> failed_positions;
   int64_t done = 0;
 
-  for (const ItemRun& run : partition.runs(rank)) {
-    for (int64_t item = run.first; item < run.first + run.count; ++item) {
-      ++done;
-      const auto [position, ordinal] = order.locate(item);
-      if (failed_positions.count(position)) continue;
-      const int s = part.slides[position];
-      const SlideEntry& entry = manifest.slides[s];
-      if (open_position != position) {
-        slide.reset();
-        plan = read_plan(plan_path(stage_dir, entry.slide_id), fingerprint, /*with_patches=*/true);
-        if (!plan || !plan->ok || plan->patch_count != part.counts[position]) {
-          fail<IoError>("the plan of slide '{}' ('{}') is missing or differs from the planning "
-                        "exchange; rerun the stage",
-                        entry.slide_id, plan_path(stage_dir, entry.slide_id));
-        }
-        open_position = position;
+  // Item by item from the partition arithmetic: no list of the rank's items (a cyclic share
+  // is one run per item, 24 bytes each, O(own patches)) is ever built.
+  for (int64_t k = 0; k < stats.planned; ++k) {
+    const int64_t item = partition.global_index(rank, k);
+    ++done;
+    const auto [position, ordinal] = order.locate(item);
+    if (failed_positions.count(position)) continue;
+    const int s = part.slides[position];
+    const SlideEntry& entry = manifest.slides[s];
+    if (open_position != position) {
+      slide.reset();
+      plan = read_plan(plan_path(stage_dir, entry.slide_id), fingerprint, /*with_patches=*/true);
+      if (!plan || !plan->ok || plan->patch_count != part.counts[position]) {
+        fail<IoError>("the plan of slide '{}' ('{}') is missing or differs from the planning "
+                      "exchange; rerun the stage",
+                      entry.slide_id, plan_path(stage_dir, entry.slide_id));
       }
-      const GridPatch& g = plan->patches[ordinal];
-      bool read = false;
-      try {
-        if (!slide) slide.emplace(Slide::open(entry.path));
-        const int rs = plan->level.read_size;
-        auto t0 = Clock::now();
-        if (plan->level.resample) {
-          read_buffer.resize(static_cast<size_t>(rs) * rs * 3);
-          slide->read_rgb(g.x, g.y, plan->level.level, rs, rs, read_buffer.data());
-          stats.read_s += since(t0);
-          auto t1 = Clock::now();
-          resize_patch(read_buffer.data(), rs, patch.data(), ps);
-          stats.resize_s += since(t1);
-        } else {
-          slide->read_rgb(g.x, g.y, plan->level.level, ps, ps, patch.data());
-          stats.read_s += since(t0);
-        }
-        read = true;
-      } catch (const IoError& e) {
-        if (config.fail_fast) {
-          throw Error(fmt::format("slide '{}' failed (--fail-fast): {}", entry.slide_id, e.what()),
-                      kExitSlidesFailed);
-        }
-        spdlog::warn("slide '{}' failed while extracting: {}", entry.slide_id, e.what());
-        stats.failed_slides[s] = e.what();
-        failed_positions.insert(position);
-        slide.reset();
-      }
-      // Outside the try: a failure to write the shard is the rank's, not the slide's.
-      if (read) {
-        writer.add(make_patch_id(s, ordinal), s, g.x, g.y, g.tissue, patch.data());
-        ++stats.patches;
-      }
-      if (rank == config.debug_kill_rank && stats.patches == config.debug_kill_after) {
-        spdlog::warn("--debug-kill-after {} reached: killing rank {} with SIGKILL",
-                     config.debug_kill_after, rank);
-        spdlog::default_logger()->flush();
-        std::raise(SIGKILL);
-      }
-      progress.update(done);
+      open_position = position;
     }
+    const GridPatch& g = plan->patches[ordinal];
+    bool read = false;
+    try {
+      if (!slide) slide.emplace(Slide::open(entry.path));
+      const int rs = plan->level.read_size;
+      auto t0 = Clock::now();
+      if (plan->level.resample) {
+        read_buffer.resize(static_cast<size_t>(rs) * rs * 3);
+        slide->read_rgb(g.x, g.y, plan->level.level, rs, rs, read_buffer.data());
+        stats.read_s += since(t0);
+        auto t1 = Clock::now();
+        resize_patch(read_buffer.data(), rs, patch.data(), ps);
+        stats.resize_s += since(t1);
+      } else {
+        slide->read_rgb(g.x, g.y, plan->level.level, ps, ps, patch.data());
+        stats.read_s += since(t0);
+      }
+      read = true;
+    } catch (const IoError& e) {
+      if (config.fail_fast) {
+        throw Error(fmt::format("slide '{}' failed (--fail-fast): {}", entry.slide_id, e.what()),
+                    kExitSlidesFailed);
+      }
+      spdlog::warn("slide '{}' failed while extracting: {}", entry.slide_id, e.what());
+      stats.failed_slides[s] = e.what();
+      failed_positions.insert(position);
+      slide.reset();
+    }
+    // Outside the try: a failure to write the shard is the rank's, not the slide's.
+    if (read) {
+      writer.add(make_patch_id(s, ordinal), s, g.x, g.y, g.tissue, patch.data());
+      ++stats.patches;
+    }
+    if (rank == config.debug_kill_rank && stats.patches == config.debug_kill_after) {
+      spdlog::warn("--debug-kill-after {} reached: killing rank {} with SIGKILL",
+                   config.debug_kill_after, rank);
+      spdlog::default_logger()->flush();
+      std::raise(SIGKILL);
+    }
+    progress.update(done);
   }
   slide.reset();
   writer.close();
