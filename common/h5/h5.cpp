@@ -847,16 +847,6 @@ std::vector<hsize_t> Dataset::chunk_dims() const {
   return chunk;
 }
 
-Dataset Group::open_dataset(const std::string& name, size_t cache_bytes) const {
-  const std::string full = join(path_, name);
-  const Where w{file_, full};
-  Handle dapl = checked_handle(H5Pcreate(H5P_DATASET_ACCESS), "create an access list for", w);
-  // Slots: a prime well above the number of chunks the cache can hold.
-  check(H5Pset_chunk_cache(dapl.id(), 12421, cache_bytes, 1.0), "set the chunk cache of", w);
-  Handle d = checked_handle(H5Dopen2(h_.id(), name.c_str(), dapl.id()), "open dataset", w);
-  return Dataset(std::move(d), file_, full);
-}
-
 template <typename T>
 Dataset Group::write_vector(const std::string& name, const std::vector<T>& values,
                             const DatasetOptions& options) {

@@ -165,11 +165,6 @@ class Group {
   Dataset create_virtual(const std::string& name, Type type, const std::vector<hsize_t>& dims,
                          const std::vector<VirtualSource>& sources);
   Dataset open_dataset(const std::string& name) const;
-  // The same with a chunk cache of `cache_bytes` for this dataset (HDF5's default is 1 MiB).
-  // A chunk that does not fit the cache is read, and its checksum verified, again for every
-  // piece of it a read selects: readers that take rows scattered over large chunks need a cache
-  // holding a few chunks.
-  Dataset open_dataset(const std::string& name, size_t cache_bytes) const;
 
   // A 1-D dataset of type_of<T>(); instantiated for the same T as Dataset::read_all.
   template <typename T>
