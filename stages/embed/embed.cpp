@@ -24,11 +24,12 @@ std::string shard_file(int rank) { return "shards/" + rank_file_name(rank, ".h5"
 class EmbedWork final : public StageWork {
  public:
   EmbedWork(const Config& config, const IndexInfo& info, nlohmann::json model_fingerprint,
-            std::string stage_dir, int local_rank)
+            std::string stage_dir, std::string fingerprint, int local_rank)
       : config_(config),
         info_(info),
         model_fingerprint_(std::move(model_fingerprint)),
         dir_(std::move(stage_dir)),
+        fingerprint_(std::move(fingerprint)),
         local_rank_(local_rank) {}
 
   // The model is built only once the skeleton knows there is work, with the fingerprint rank 0
@@ -87,7 +88,7 @@ class EmbedWork final : public StageWork {
                         info_.stage_dir);
         }
         write_embeddings_file(info_, partition, model_->output_dim(), config_, model_fingerprint_,
-                              dir_, fingerprint_of(markers));
+                              dir_, fingerprint_);
       } catch (const Error& e) {
         outcome = e.what();
       }
@@ -129,14 +130,11 @@ class EmbedWork final : public StageWork {
   }
 
  private:
-  static std::string fingerprint_of(const std::vector<nlohmann::json>& markers) {
-    return markers.empty() ? "" : markers.front().at("config_fingerprint").get<std::string>();
-  }
-
   const Config& config_;
   const IndexInfo& info_;
   nlohmann::json model_fingerprint_;
   std::string dir_;
+  std::string fingerprint_;
   int local_rank_;
   std::optional<Model> model_;
 };
@@ -179,7 +177,7 @@ int run(const Config& config, Comm& comm) {
   const std::string fingerprint =
       sha256_hex(config.fingerprint_ini + "model = " + model_fingerprint.dump() +
                  "\npatchgen = " + info.config_fingerprint + "\n");
-  EmbedWork work(config, info, model_fingerprint, stage_dir, comm.local_rank());
+  EmbedWork work(config, info, model_fingerprint, stage_dir, fingerprint, comm.local_rank());
   StageRun run{"embed", stage_dir, config.config_ini, fingerprint, config.stage,
                {{"part", config.stage.part}, {"parts", config.stage.parts}}};
   return run_stage(comm, run, work);
