@@ -396,21 +396,19 @@ json repetition(int index, const Setup& s, const std::string& run_dir, Comm& com
     return json{{"slides", slides}, {"patches", patches}};
   });
 
-  // As PatchgenWork::setup: each rank reads back the summary of the plans it wrote (a resumed
-  // run keeps them) and fills its slots of the counts/failed exchange.
+  // As PatchgenWork::setup: each rank fills the counts of the slides it planned, then the one
+  // exchange of the planning step.
   patchgen::PartPlan part;
   for (const auto& e : s.manifest.slides) part.slides.push_back(e.index);
   phases["plan_exchange"] = timed_phase(comm, "plan_exchange", [&] {
-    std::vector<int64_t> exchange(2 * n, 0);
+    part.counts.assign(n, 0);
+    part.failed.assign(n, 0);
     for (size_t k = static_cast<size_t>(rank); k < n; k += static_cast<size_t>(ranks)) {
-      exchange[k] = s.cohort.counts[k];
+      part.counts[k] = s.cohort.counts[k];
     }
     Stopwatch reduce;
-    comm.allreduce_sum(exchange);
-    const double reduce_s = reduce.seconds();
-    part.counts.assign(exchange.begin(), exchange.begin() + static_cast<std::ptrdiff_t>(n));
-    part.failed.assign(exchange.begin() + static_cast<std::ptrdiff_t>(n), exchange.end());
-    return json{{"allreduce_s", reduce_s}, {"values", exchange.size()}};
+    patchgen::share_plan_counts(comm, part);
+    return json{{"allreduce_s", reduce.seconds()}, {"values", 2 * n}};
   });
   if (part.counts != s.cohort.counts) fail<Error>("the plan exchange lost counts");
 

@@ -63,7 +63,8 @@ class PatchgenWork final : public StageWork {
     make_directory(qc_dir);
     make_directory((fs::path(dir_) / "plans").string());
     const size_t n = part_.slides.size();
-    std::vector<int64_t> exchange(2 * n, 0);  // counts, then failed flags
+    part_.counts.assign(n, 0);
+    part_.failed.assign(n, 0);
     for (size_t k = static_cast<size_t>(comm.rank()); k < n; k += static_cast<size_t>(comm.size())) {
       const SlideEntry& entry = manifest_.slides[part_.slides[k]];
       const std::string path = plan_path(dir_, entry.slide_id);
@@ -82,12 +83,10 @@ class PatchgenWork final : public StageWork {
           spdlog::warn("slide '{}' failed: {}", entry.slide_id, plan->reason);
         }
       }
-      exchange[k] = plan->ok ? plan->patch_count : 0;
-      exchange[n + k] = plan->ok ? 0 : 1;
+      part_.counts[k] = plan->ok ? plan->patch_count : 0;
+      part_.failed[k] = plan->ok ? 0 : 1;
     }
-    comm.allreduce_sum(exchange);
-    part_.counts.assign(exchange.begin(), exchange.begin() + static_cast<std::ptrdiff_t>(n));
-    part_.failed.assign(exchange.begin() + static_cast<std::ptrdiff_t>(n), exchange.end());
+    share_plan_counts(comm, part_);
     int failed = 0;
     for (uint8_t f : part_.failed) failed += f;
     if (comm.rank() == 0) {

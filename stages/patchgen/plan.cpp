@@ -212,6 +212,18 @@ std::optional<SlidePlan> read_plan(const std::string& path, const std::string& f
   return p;
 }
 
+void share_plan_counts(Comm& comm, PartPlan& part) {
+  const size_t n = part.slides.size();
+  TESSERA_CHECK(part.counts.size() == n && part.failed.size() == n,
+                "share_plan_counts: {} slides, {} counts, {} failed flags", n, part.counts.size(),
+                part.failed.size());
+  std::vector<int64_t> exchange(part.counts);  // counts, then failed flags
+  exchange.insert(exchange.end(), part.failed.begin(), part.failed.end());
+  comm.allreduce_sum(exchange);
+  part.counts.assign(exchange.begin(), exchange.begin() + static_cast<std::ptrdiff_t>(n));
+  part.failed.assign(exchange.begin() + static_cast<std::ptrdiff_t>(n), exchange.end());
+}
+
 PatchOrder::PatchOrder(const std::vector<int64_t>& counts) {
   offsets_.push_back(0);
   for (int64_t c : counts) offsets_.push_back(offsets_.back() + c);

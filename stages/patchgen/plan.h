@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/mpi/comm.h"
 #include "stages/patchgen/config.h"
 #include "stages/patchgen/grid.h"
 #include "stages/patchgen/manifest.h"
@@ -83,6 +84,11 @@ struct PartPlan {
   std::vector<uint8_t> failed;  // per position: 1 when the slide failed at planning
   PatchOrder order() const { return PatchOrder(counts); }
 };
+
+// Collective. Each rank passes `part` with the counts and failed flags of the slides it planned
+// and zeros elsewhere; on return every rank holds every slide's (one allreduce of 2 x slides
+// int64: the only exchange of the planning step).
+void share_plan_counts(Comm& comm, PartPlan& part);
 
 // Stable patch id: slide_index << 32 | ordinal within the slide. The same for a slide whatever
 // the number of parts and ranks.
