@@ -29,6 +29,12 @@ endif()
 if(TESSERA_BUILD_EMBED)
   find_package(Torch REQUIRED)
 endif()
+if(TESSERA_BUILD_INGEST)
+  # Debian's FAISS is a static library built with OpenMP; its CMake config expects the OpenMP
+  # targets to exist already.
+  find_package(OpenMP REQUIRED COMPONENTS CXX)
+  find_package(faiss REQUIRED)
+endif()
 if(TESSERA_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()

@@ -1,0 +1,98 @@
+// catalog.json of an ingest output (RUN/ingest/<tag>/, layout in docs/formats.md): what query
+// needs to find, check and search every shard. Written by ingest's rank 0 after every rank's
+// marker was checked, read by query. Every path in it is relative to the catalog's directory,
+// so a moved run directory still serves.
+//
+// An ingest output is a list of generations: the first ingest is generation 0, each
+// `ingest --append` adds one (its own stage directory gen-NNNNN/), holding one segment per
+// shard: an index file and its metadata. A shard is the union of its segments; all segments share
+// generation 0's trained quantizer and codebooks, so their scores compare.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/stage/marker.h"
+
+namespace tessera {
+
+inline constexpr int64_t kCatalogFormatVersion = 1;
+inline constexpr const char* kCatalogFile = "catalog.json";
+
+struct CatalogSegment {
+  int generation = 0;
+  int64_t rows = 0;
+  OutputRecord index;  // file relative to the catalog directory
+  OutputRecord meta;
+};
+
+struct CatalogShard {
+  int64_t rows = 0;
+  std::vector<CatalogSegment> segments;
+};
+
+// One embed part taken in.
+struct CatalogSource {
+  int part = 0;
+  int generation = 0;        // the generation that added it
+  int64_t rows = 0;
+  std::string embed_dir;     // relative to the catalog directory
+  std::string patchgen_dir;  // relative to the catalog directory
+  std::string embed_fingerprint;
+  std::string patchgen_fingerprint;
+};
+
+struct CatalogGeneration {
+  int generation = 0;
+  std::string dir;  // relative: gen-NNNNN
+  std::vector<int> parts;
+  int64_t rows = 0;
+  std::string config_fingerprint;
+  std::string completed;  // UTC time
+};
+
+struct Catalog {
+  std::string dir;  // the directory of catalog.json (not stored)
+  std::string tag;
+  std::string index_spec;  // FAISS index_factory string
+  std::string metric;      // "ip" or "l2"
+  bool normalize = false;
+  std::string assign;      // "by-slide" or "cyclic"
+  int dim = 0;
+  int embed_parts = 1;     // parts of the embed output (all or some of them taken in)
+  int default_nprobe = 0;  // IVF: lists probed when query is not told; 0 otherwise
+  int patch_size = 0;
+  double mpp = 0;
+  std::string store_dtype;
+  nlohmann::json model;     // embed's model fingerprint
+  std::vector<OutputRecord> trained;  // the trained empty index, when the index needs training
+  std::vector<CatalogShard> shards;
+  std::vector<CatalogSource> sources;
+  std::vector<CatalogGeneration> generations;
+  std::string created, updated;
+
+  int64_t rows() const;
+  std::vector<int> parts_in() const;  // ascending
+  std::string path(const std::string& relative) const;  // dir / relative
+  nlohmann::json to_json() const;
+  // Throws IoError naming `what` when a field is missing or of the wrong type.
+  static Catalog from_json(const nlohmann::json& j, const std::string& dir, const std::string& what);
+};
+
+// Reads DIR/catalog.json. Throws InvalidInput when it does not exist ("run ingest first"),
+// IoError when it is malformed or of another format version.
+Catalog load_catalog(const std::string& dir);
+
+// Writes DIR/catalog.json atomically.
+void write_catalog(const Catalog& catalog);
+
+// Checks every file the catalog lists (segments and the trained index) at `level` (kCheap: sizes
+// and the files' ends; kFull: every byte). Returns one line per damaged or missing file, naming it;
+// empty when all are intact. `shards` limits the check to those shards (all when empty).
+std::vector<std::string> check_catalog_files(const Catalog& catalog, VerifyLevel level,
+                                             const std::vector<int>& shards = {});
+
+}  // namespace tessera

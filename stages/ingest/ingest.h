@@ -1,0 +1,27 @@
+// ingest's entry point: takes a completed embed output (every part, or the parts named) and the
+// patch index for metadata, and builds K FAISS shards under RUN/ingest/<tag>/, each rank building
+// the shards the partition gives it; rank 0 writes catalog.json. `--append` adds the embed parts
+// completed since as a new generation of segments, without touching what is there.
+#pragma once
+
+#include "common/mpi/comm.h"
+#include "stages/ingest/config.h"
+
+namespace tessera::ingest {
+
+// Collective. Returns the exit code, the same on every rank: 0 on success (also when --append
+// finds nothing to add). Throws InvalidInput for an incomplete or missing embed input (naming the
+// parts to run), an index string FAISS refuses, settings that differ from the existing output
+// (without --overwrite; for --append, from its catalog); IoError for damaged inputs and I/O
+// failures. Reruns skip ranks with a valid marker; a complete generation returns at once.
+int run(const Config& config, Comm& comm);
+
+// The directory of generation `generation` under the output folder: gen-NNNNN.
+std::string generation_dir(const std::string& ingest_dir, int generation);
+
+// The number of parts of the embed output at `embed_root` (RUN/embed/<tag>): 1 when it is a stage
+// directory itself, else Q of its part-PPPPP-of-QQQQQ folders. Throws InvalidInput when there is
+// none, or when folders disagree on Q.
+int discover_parts(const std::string& embed_root);
+
+}  // namespace tessera::ingest

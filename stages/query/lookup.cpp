@@ -1,0 +1,151 @@
+#include "stages/query/lookup.h"
+
+#include <algorithm>
+#include <limits>
+#include <sstream>
+
+#include "common/core/error.h"
+#include "common/core/fs.h"
+#include "common/h5/h5.h"
+#include "common/slide/slide.h"
+#include "common/store/embeddings.h"
+#include "common/store/index.h"
+#include "common/store/store.h"
+
+namespace tessera::query {
+
+struct PatchLookup::Impl {
+  const Catalog* catalog = nullptr;
+  mutable std::vector<std::optional<IndexInfo>> infos;
+
+  const IndexInfo& info(size_t source) const {
+    if (!infos[source]) infos[source] = load_index_info(catalog->path(catalog->sources[source].patchgen_dir));
+    return *infos[source];
+  }
+  // Rows of `slide` in `source`'s index, or {0, 0}.
+  std::pair<int64_t, int64_t> rows_of(size_t source, int32_t slide) const {
+    const IndexInfo& i = info(source);
+    if (slide < 0 || static_cast<size_t>(slide) >= i.slides.size() ||
+        i.slides.status[slide] != "ok") {
+      return {0, 0};
+    }
+    return {i.slide_offset[slide], i.slides.patch_count[slide]};
+  }
+};
+
+PatchLookup::PatchLookup(const Catalog& catalog) : impl_(std::make_unique<Impl>()) {
+  impl_->catalog = &catalog;
+  impl_->infos.resize(catalog.sources.size());
+}
+
+PatchLookup::~PatchLookup() = default;
+PatchLookup::PatchLookup(PatchLookup&&) noexcept = default;
+PatchLookup& PatchLookup::operator=(PatchLookup&&) noexcept = default;
+
+std::optional<StoredPatch> PatchLookup::find(int64_t patch_id) const {
+  if (patch_id < 0) return std::nullopt;
+  const int32_t slide = static_cast<int32_t>(patch_id >> 32);
+  for (size_t s = 0; s < impl_->catalog->sources.size(); ++s) {
+    const auto [first, count] = impl_->rows_of(s, slide);
+    if (count == 0) continue;
+    const IndexRows rows = IndexReader(impl_->info(s).path).read_range(first, count);
+    const auto it = std::lower_bound(rows.patch_id.begin(), rows.patch_id.end(), patch_id);
+    if (it == rows.patch_id.end() || *it != patch_id) return std::nullopt;
+    const size_t i = it - rows.patch_id.begin();
+    return StoredPatch{patch_id, slide, rows.coords[2 * i], rows.coords[2 * i + 1], s,
+                       first + static_cast<int64_t>(i)};
+  }
+  return std::nullopt;
+}
+
+StoredPatch PatchLookup::nearest(int32_t slide, int64_t x, int64_t y) const {
+  for (size_t s = 0; s < impl_->catalog->sources.size(); ++s) {
+    const auto [first, count] = impl_->rows_of(s, slide);
+    if (count == 0) continue;
+    const IndexInfo& info = impl_->info(s);
+    const IndexRows rows = IndexReader(info.path).read_range(first, count);
+    const double half = 0.5 * info.patch_size * info.slides.downsample[slide];
+    double best = std::numeric_limits<double>::infinity();
+    size_t at = 0;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const double dx = rows.coords[2 * i] + half - x, dy = rows.coords[2 * i + 1] + half - y;
+      const double d = dx * dx + dy * dy;
+      if (d < best) {  // rows ascend by patch id: the first of equals wins
+        best = d;
+        at = i;
+      }
+    }
+    return StoredPatch{rows.patch_id[at], slide, rows.coords[2 * at], rows.coords[2 * at + 1], s,
+                       first + static_cast<int64_t>(at)};
+  }
+  fail<InvalidInput>("slide '{}' has no patch in the ingested parts",
+                     impl_->info(0).slides.slide_id.at(slide));
+}
+
+std::vector<float> PatchLookup::embedding(const StoredPatch& patch) const {
+  const std::string path =
+      impl_->catalog->path(impl_->catalog->sources[patch.source].embed_dir + "/embeddings.h5");
+  h5::File file = h5::File::open(path, h5::Mode::kRead);
+  h5::Dataset values = file.open_dataset(embedding_names::kEmbeddings);
+  int64_t id = -1;
+  file.open_dataset(embedding_names::kPatchId).read_rows(&id, patch.row, 1);
+  if (id != patch.patch_id) {
+    fail<IoError>("'{}' row {} holds patch {}, the index says patch {}: the embed output does not "
+                  "belong to the patch index",
+                  path, patch.row, id, patch.patch_id);
+  }
+  std::vector<float> v(values.dims().at(1));
+  values.read_rows_as_floats(v.data(), patch.row, 1);
+  return v;
+}
+
+Image8 PatchLookup::pixels(const StoredPatch& patch, std::string* why) const {
+  const IndexInfo& info = impl_->info(patch.source);
+  const int S = info.patch_size;
+  Image8 image{S, S, 3, std::vector<uint8_t>(static_cast<size_t>(S) * S * 3)};
+  std::string problem;
+  try {
+    const IndexRows row = IndexReader(info.path).read_rows({patch.row});
+    ShardReader shard(info.shard_path(row.shard.at(0)));
+    shard.read_patches({static_cast<uint64_t>(row.row.at(0))}, image.pixels.data());
+    return image;
+  } catch (const Error& e) {
+    problem = e.what();
+  }
+  try {
+    const int level = info.slides.level.at(patch.slide);
+    const int read = info.slides.read_size.at(patch.slide);
+    Slide slide = Slide::open(info.slides.path.at(patch.slide));
+    std::vector<uint8_t> rgb(static_cast<size_t>(read) * read * 3);
+    slide.read_rgb(patch.x, patch.y, level, read, read, rgb.data());
+    if (read == S) {
+      image.pixels = std::move(rgb);
+    } else {
+      resize_patch(rgb.data(), read, image.pixels.data(), S);
+    }
+    return image;
+  } catch (const Error& e) {
+    problem += "; " + std::string(e.what());
+  }
+  if (why) *why = problem;
+  return {};
+}
+
+std::vector<std::pair<std::string, std::string>> read_ini(const std::string& path) {
+  std::istringstream in(read_file(path));
+  std::vector<std::pair<std::string, std::string>> pairs;
+  for (std::string line; std::getline(in, line);) {
+    const size_t hash = line.find('#');
+    if (hash != std::string::npos) line.resize(hash);
+    const size_t eq = line.find('=');
+    if (eq == std::string::npos) continue;
+    auto trim = [](std::string s) {
+      const size_t a = s.find_first_not_of(" \t\r"), b = s.find_last_not_of(" \t\r");
+      return a == std::string::npos ? std::string() : s.substr(a, b - a + 1);
+    };
+    pairs.emplace_back(trim(line.substr(0, eq)), trim(line.substr(eq + 1)));
+  }
+  return pairs;
+}
+
+}  // namespace tessera::query

@@ -1,0 +1,353 @@
+#include "stages/query/query.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "common/core/cpu.h"
+#include "common/core/error.h"
+#include "common/core/fs.h"
+#include "common/slide/slide.h"
+#include "common/stage/partition.h"
+#include "common/store/vector_meta.h"
+#include "common/vector/catalog.h"
+#include "common/vector/vector_index.h"
+#include "stages/embed/model.h"
+#include "stages/query/inputs.h"
+#include "stages/query/lookup.h"
+#include "stages/query/mosaic.h"
+#include "stages/query/report.h"
+#include "stages/query/search.h"
+
+namespace tessera::query {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// The query vectors and what they stand for, resolved by rank 0.
+struct Queries {
+  int64_t n = 0;
+  std::vector<float> vectors;  // n x dim
+  std::vector<QueryInfo> info;
+  std::vector<StoredPatch> stored;  // per query, patch_id -1 when not a stored patch
+  Image8 image;                     // --image
+};
+
+int32_t slide_index(const VectorSlideTable& slides, const std::string& id) {
+  const auto it = std::find(slides.slide_id.begin(), slides.slide_id.end(), id);
+  if (it == slides.slide_id.end()) {
+    fail<InvalidInput>("unknown slide '{}': the index's manifest has no such slide_id", id);
+  }
+  return static_cast<int32_t>(it - slides.slide_id.begin());
+}
+
+// Embeds --image with the model the catalog records, loaded as embed's config.ini describes it.
+std::vector<float> embed_image(const Config& config, const Catalog& catalog, Image8& image) {
+  if (image.width != image.height) {
+    fail<InvalidInput>("'{}' is {} x {} pixels: give a square patch (it is resized to the index's "
+                       "{} px patches at {} um/px)",
+                       config.image, image.width, image.height, catalog.patch_size, catalog.mpp);
+  }
+  const int S = catalog.patch_size;
+  if (image.width != S) {
+    spdlog::warn("'{}' is {} px wide, the index's patches are {} px at {} um/px: resized", config.image,
+                 image.width, S, catalog.mpp);
+    Image8 resized{S, S, 3, std::vector<uint8_t>(static_cast<size_t>(S) * S * 3)};
+    resize_patch(image.pixels.data(), image.width, resized.pixels.data(), S);
+    image = std::move(resized);
+  }
+  const std::string ini = catalog.path(catalog.sources.at(0).embed_dir + "/config.ini");
+  embed::ModelSpec spec;
+  for (const auto& [key, value] : read_ini(ini)) {
+    if (key == "model") spec.model = value;
+    if (key == "preset") spec.preset_path = value;
+    if (key == "seed") spec.seed = std::stoull(value);
+    if (key == "precision") spec.precision = value;
+  }
+  spec.device = config.device;
+  if (spec.device == "cpu" && spec.precision == "fp16") {
+    spdlog::warn("the embeddings were made in fp16, which libtorch cannot run on the CPU: the query "
+                 "image is embedded in fp32 (use --device cuda for the same precision)");
+    spec.precision = "fp32";
+  }
+  spec.torch_threads = thread_count(config.threads, "--threads");
+  const nlohmann::json described = embed::Model::describe(spec);
+  for (const char* key : {"kind", "model", "seed", "sha256", "preset", "output_dim"}) {
+    if (described.value(key, nlohmann::json()) != catalog.model.value(key, nlohmann::json())) {
+      fail<InvalidInput>("the model of '{}' ({}) no longer matches the one that made the index "
+                         "({}): field '{}' differs",
+                         ini, described.dump(), catalog.model.dump(), key);
+    }
+  }
+  const embed::Model model = embed::Model::load(spec);
+  return model.embed(image.pixels.data(), 1, S);
+}
+
+Queries resolve(const Config& config, const Catalog& catalog, const VectorSlideTable& slides,
+                const PatchLookup& lookup) {
+  Queries q;
+  auto stored = [&](const StoredPatch& p, std::string what) {
+    std::vector<float> v = lookup.embedding(p);
+    q.vectors.insert(q.vectors.end(), v.begin(), v.end());
+    q.info.push_back({std::move(what), p.patch_id, p.slide, 0});
+    q.stored.push_back(p);
+    q.n = 1;
+  };
+  if (config.patch) {
+    const auto p = lookup.find(*config.patch);
+    if (!p) {
+      fail<InvalidInput>("unknown patch id {}: no ingested part of '{}' holds it", *config.patch,
+                         catalog.dir);
+    }
+    stored(*p, fmt::format("patch {} ({} at {}, {})", p->patch_id, slides.slide_id[p->slide], p->x,
+                           p->y));
+  } else if (!config.slide.empty()) {
+    const StoredPatch p = lookup.nearest(slide_index(slides, config.slide), config.x, config.y);
+    stored(p, fmt::format("slide {} at ({}, {}): patch {} at ({}, {})", config.slide, config.x,
+                          config.y, p.patch_id, p.x, p.y));
+  } else if (!config.vectors.empty()) {
+    Matrix m = read_query_vectors(config.vectors);
+    if (m.cols != catalog.dim) {
+      fail<InvalidInput>("'{}' holds vectors of dimension {}, the index '{}' has dimension {}",
+                         config.vectors, m.cols, catalog.dir, catalog.dim);
+    }
+    q.n = m.rows;
+    q.vectors = std::move(m.values);
+    for (int64_t i = 0; i < q.n; ++i) {
+      q.info.push_back({fmt::format("{} row {}", config.vectors, i), -1, -1, 0});
+      q.stored.push_back({});
+    }
+  } else {
+    q.image = read_image(config.image);
+    q.vectors = embed_image(config, catalog, q.image);
+    q.n = 1;
+    q.info.push_back({"image " + config.image, -1, -1, 0});
+    q.stored.push_back({});
+  }
+  if (catalog.normalize) l2_normalize(q.vectors.data(), q.n, catalog.dim);
+  return q;
+}
+
+std::string encode_queries(const Queries& q) {
+  std::string bytes(sizeof(int64_t), '\0');
+  std::memcpy(bytes.data(), &q.n, sizeof q.n);
+  bytes.append(reinterpret_cast<const char*>(q.vectors.data()), q.vectors.size() * sizeof(float));
+  for (const auto& i : q.info) bytes.append(reinterpret_cast<const char*>(&i.slide), sizeof i.slide);
+  return bytes;
+}
+
+void decode_queries(const std::string& bytes, int dim, Queries& q) {
+  std::memcpy(&q.n, bytes.data(), sizeof q.n);
+  size_t at = sizeof q.n;
+  q.vectors.resize(static_cast<size_t>(q.n) * dim);
+  std::memcpy(q.vectors.data(), bytes.data() + at, q.vectors.size() * sizeof(float));
+  at += q.vectors.size() * sizeof(float);
+  q.info.resize(q.n);
+  for (auto& i : q.info) {
+    std::memcpy(&i.slide, bytes.data() + at, sizeof i.slide);
+    at += sizeof i.slide;
+  }
+}
+
+std::vector<QueryScope> scopes_for(const Config& config, const Queries& q,
+                                   const VectorSlideTable& slides) {
+  if (!config.exclude_same_slide && !config.exclude_same_patient) return {};
+  std::vector<QueryScope> scopes(q.n);
+  for (int64_t i = 0; i < q.n; ++i) {
+    const int32_t s = q.info[i].slide;
+    if (s < 0) {
+      fail<InvalidInput>("--exclude-same-slide and --exclude-same-patient need a query from a "
+                         "stored patch (--patch or --slide), not {}",
+                         config.vectors.empty() ? "--image" : "--vectors");
+    }
+    if (config.exclude_same_slide) scopes[i].exclude_slide = s;
+    if (config.exclude_same_patient) {
+      scopes[i].excluded_slides.assign(slides.size(), 0);
+      const std::string& patient = slides.patient_id[s];
+      for (size_t t = 0; t < slides.size(); ++t) {
+        // A slide without a patient id is its own patient.
+        const bool same = patient.empty() ? static_cast<int32_t>(t) == s : slides.patient_id[t] == patient;
+        if (same) scopes[i].excluded_slides[t] = 1;
+      }
+    }
+  }
+  return scopes;
+}
+
+std::vector<std::string> caption(const Hit& h, size_t rank, const VectorSlideTable& slides) {
+  return {fmt::format("#{}  {:.4f}", rank + 1, h.score), slides.slide_id.at(h.slide),
+          fmt::format("x={} y={}", h.x, h.y)};
+}
+
+void write_mosaics(const Config& config, const Queries& q,
+                   const std::vector<std::vector<Hit>>& hits, const VectorSlideTable& slides,
+                   const PatchLookup& lookup) {
+  for (int64_t i = 0; i < q.n; ++i) {
+    std::string path = config.mosaic;
+    if (q.n > 1) {
+      const fs::path p(config.mosaic);
+      path = (p.parent_path() / fmt::format("{}-q{:05d}{}", p.stem().string(), i,
+                                            p.extension().string()))
+                 .string();
+    }
+    MosaicTile query;
+    if (!config.image.empty()) {
+      query.image = q.image;
+      query.caption = {fs::path(config.image).filename().string()};
+    } else if (q.stored[i].patch_id >= 0) {
+      const StoredPatch& p = q.stored[i];
+      query.image = lookup.pixels(p);
+      query.caption = {slides.slide_id.at(p.slide), fmt::format("x={} y={}", p.x, p.y)};
+    } else {
+      query.caption = {fmt::format("vector {}", i)};
+    }
+    std::vector<MosaicTile> tiles;
+    for (size_t r = 0; r < hits[i].size(); ++r) {
+      const Hit& h = hits[i][r];
+      MosaicTile tile;
+      tile.caption = caption(h, r, slides);
+      if (const auto p = lookup.find(h.patch_id)) {
+        std::string why;
+        tile.image = lookup.pixels(*p, &why);
+        if (tile.image.pixels.empty()) spdlog::warn("no pixels for patch {}: {}", h.patch_id, why);
+      }
+      tiles.push_back(std::move(tile));
+    }
+    write_mosaic(path, query, tiles);
+    spdlog::info("mosaic of query {} in '{}'", i, path);
+  }
+}
+
+}  // namespace
+
+int run(const Config& config, Comm& comm) {
+  const Catalog catalog = load_catalog(config.index);
+  const int K = static_cast<int>(catalog.shards.size());
+  std::vector<int> mine;
+  const Partition owners = Partition::cyclic(K, comm.size());
+  for (int64_t j = 0; j < owners.count(comm.rank()); ++j) {
+    mine.push_back(static_cast<int>(owners.global_index(comm.rank(), j)));
+  }
+  if (comm.rank() == 0 && K < comm.size()) {
+    spdlog::warn("{} ranks serve an index of {} shard(s): ranks {}..{} hold none", comm.size(), K,
+                 K, comm.size() - 1);
+  }
+  // The slide table is the same in every shard; the filter is checked against its columns before
+  // any index is loaded.
+  const VectorSlideTable slides =
+      read_vector_meta(catalog.path(catalog.shards.front().segments.at(0).meta.file), false).slides;
+  std::optional<Filter> filter;
+  if (!config.filter.empty()) filter = Filter::parse(config.filter, filter_columns(slides));
+
+  // Rank 0 resolves the queries (stored patches, files, an image) and tells the others.
+  Queries queries;
+  std::optional<PatchLookup> lookup;
+  std::string text;
+  if (comm.rank() == 0) {
+    try {
+      lookup.emplace(catalog);
+      queries = resolve(config, catalog, slides, *lookup);
+      text = "+" + encode_queries(queries);
+    } catch (const InvalidInput& e) {
+      text = std::string("-") + e.what();
+    } catch (const Error& e) {
+      text = std::string("!") + e.what();
+    }
+  }
+  text = comm.broadcast(text, 0);
+  if (text.at(0) == '-') throw InvalidInput(text.substr(1));
+  if (text.at(0) == '!') throw IoError(text.substr(1));
+  if (comm.rank() != 0) decode_queries(text.substr(1), catalog.dim, queries);
+  const std::vector<QueryScope> scopes = scopes_for(config, queries, slides);
+
+  const int threads = thread_count(config.threads, "--threads");
+  set_vector_threads(threads);
+  const auto load_start = Clock::now();
+  const ShardSet shards(catalog, mine, config.mmap, config.verify, filter);
+  const double load_s = std::chrono::duration<double>(Clock::now() - load_start).count();
+  const int64_t rows = comm.allreduce_sum(shards.rows());
+  const int64_t matching = comm.allreduce_sum(shards.matching_rows());
+  if (comm.rank() == 0) {
+    spdlog::info("{} vectors in {} shard(s) over {} rank(s) loaded in {:.2f}s{}", rows, K,
+                 comm.size(), load_s,
+                 filter ? fmt::format("; the filter allows {}", matching) : std::string());
+  }
+
+  SearchParams params;
+  params.k = config.k;
+  params.nprobe = config.nprobe > 0 ? config.nprobe : catalog.default_nprobe;
+  params.ef_search = config.ef_search;
+  params.threads = threads;
+  const int64_t batch = config.batch_size > 0 ? config.batch_size : std::max<int64_t>(queries.n, 1);
+  Timing timing;
+  timing.queries = queries.n;
+  timing.batch_size = static_cast<int>(batch);
+  std::vector<std::vector<Hit>> hits(queries.n);
+  for (int64_t q0 = 0; q0 < queries.n; q0 += batch) {
+    const int64_t m = std::min(batch, queries.n - q0);
+    const auto start = Clock::now();
+    std::vector<QueryScope> round_scopes;
+    if (!scopes.empty()) round_scopes.assign(scopes.begin() + q0, scopes.begin() + q0 + m);
+    std::vector<std::vector<Hit>> local =
+        shards.search(queries.vectors.data() + q0 * catalog.dim, m, round_scopes, params);
+    if (comm.size() > 1) {
+      const std::vector<std::string> all = comm.allgather(encode_hits(local));
+      if (comm.rank() == 0) {
+        std::vector<std::vector<std::vector<Hit>>> lists;
+        for (const auto& bytes : all) lists.push_back(decode_hits(bytes));
+        for (int64_t q = 0; q < m; ++q) {
+          std::vector<std::vector<Hit>> per_rank;
+          for (auto& l : lists) per_rank.push_back(std::move(l[q]));
+          local[q] = merge_hits(per_rank, config.k, catalog.metric == "ip");
+        }
+      }
+    }
+    const double s = std::chrono::duration<double>(Clock::now() - start).count();
+    timing.total_s += s;
+    for (int64_t q = 0; q < m; ++q) {
+      timing.latency_ms.push_back(1000.0 * s / m);
+      queries.info[q0 + q].latency_ms = 1000.0 * s / m;
+      hits[q0 + q] = std::move(local[q]);
+    }
+  }
+  if (comm.rank() != 0) return kExitOk;
+
+  for (int64_t q = 0; q < queries.n; ++q) {
+    if (filter && static_cast<int64_t>(hits[q].size()) < config.k) {
+      spdlog::warn("query {}: {} hit(s) of {} asked: fewer vectors match the filter{}", q,
+                   hits[q].size(), config.k,
+                   catalog.default_nprobe > 0 ? " within the probed lists (raise --nprobe)" : "");
+    }
+  }
+  const nlohmann::json search = {{"index", catalog.index_spec},
+                                 {"metric", catalog.metric},
+                                 {"normalize", catalog.normalize},
+                                 {"shards", K},
+                                 {"ranks", comm.size()},
+                                 {"rows", rows},
+                                 {"k", config.k},
+                                 {"nprobe", params.nprobe},
+                                 {"ef_search", params.ef_search},
+                                 {"filter", config.filter},
+                                 {"matching_rows", matching},
+                                 {"load_s", load_s}};
+  const std::string report =
+      format_report(config.format, queries.info, hits, slides, timing, search);
+  if (config.output.empty()) {
+    std::fwrite(report.data(), 1, report.size(), stdout);
+    std::fflush(stdout);
+  } else {
+    atomic_write_file(config.output, report);
+  }
+  if (!config.mosaic.empty()) write_mosaics(config, queries, hits, slides, *lookup);
+  return kExitOk;
+}
+
+}  // namespace tessera::query

@@ -1,0 +1,163 @@
+#include "stages/query/report.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace tessera::query {
+
+namespace {
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const double at = p * (v.size() - 1);
+  const size_t lo = static_cast<size_t>(std::floor(at));
+  const size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (at - lo) * (v[hi] - v[lo]);
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+nlohmann::json Timing::to_json() const {
+  return {{"queries", queries},
+          {"batch_size", batch_size},
+          {"seconds", total_s},
+          {"qps", total_s > 0 ? queries / total_s : 0.0},
+          {"latency_ms",
+           {{"p50", percentile(latency_ms, 0.5)},
+            {"p99", percentile(latency_ms, 0.99)},
+            {"min", latency_ms.empty() ? 0 : *std::min_element(latency_ms.begin(), latency_ms.end())},
+            {"max", latency_ms.empty() ? 0 : *std::max_element(latency_ms.begin(), latency_ms.end())}}}};
+}
+
+std::vector<std::string> report_columns(const VectorSlideTable& slides) {
+  std::vector<std::string> c = {"query", "rank", "score", "patch_id", "slide_id", "patient_id",
+                                "x", "y", "tissue", "shard"};
+  for (const auto& m : slides.metadata) c.push_back(m.name);
+  return c;
+}
+
+std::vector<std::vector<std::string>> report_rows(const std::vector<QueryInfo>& queries,
+                                                  const std::vector<std::vector<Hit>>& hits,
+                                                  const VectorSlideTable& slides) {
+  std::vector<std::vector<std::string>> rows;
+  for (size_t q = 0; q < hits.size(); ++q) {
+    for (size_t r = 0; r < hits[q].size(); ++r) {
+      const Hit& h = hits[q][r];
+      std::vector<std::string> row = {std::to_string(q),
+                                      std::to_string(r + 1),
+                                      fmt::format("{:.6g}", h.score),
+                                      std::to_string(h.patch_id),
+                                      slides.slide_id.at(h.slide),
+                                      slides.patient_id.at(h.slide),
+                                      std::to_string(h.x),
+                                      std::to_string(h.y),
+                                      fmt::format("{:.3f}", h.tissue),
+                                      std::to_string(h.shard)};
+      for (const auto& m : slides.metadata) row.push_back(m.text(h.slide));
+      rows.push_back(std::move(row));
+    }
+  }
+  (void)queries;
+  return rows;
+}
+
+std::string format_report(const std::string& format, const std::vector<QueryInfo>& queries,
+                          const std::vector<std::vector<Hit>>& hits,
+                          const VectorSlideTable& slides, const Timing& timing,
+                          const nlohmann::json& search) {
+  const std::vector<std::string> columns = report_columns(slides);
+  const auto rows = report_rows(queries, hits, slides);
+  std::string out;
+  if (format == "csv") {
+    for (size_t c = 0; c < columns.size(); ++c) out += (c ? "," : "") + csv_field(columns[c]);
+    out += "\n";
+    for (const auto& row : rows) {
+      for (size_t c = 0; c < row.size(); ++c) out += (c ? "," : "") + csv_field(row[c]);
+      out += "\n";
+    }
+    return out;
+  }
+  if (format == "json") {
+    nlohmann::json j = {{"search", search}, {"timing", timing.to_json()}};
+    j["queries"] = nlohmann::json::array();
+    size_t at = 0;
+    for (size_t q = 0; q < hits.size(); ++q) {
+      nlohmann::json list = nlohmann::json::array();
+      for (size_t r = 0; r < hits[q].size(); ++r, ++at) {
+        nlohmann::json h = nlohmann::json::object();
+        const Hit& hit = hits[q][r];
+        h["rank"] = r + 1;
+        h["score"] = hit.score;
+        h["patch_id"] = hit.patch_id;
+        h["slide_id"] = slides.slide_id.at(hit.slide);
+        h["patient_id"] = slides.patient_id.at(hit.slide);
+        h["x"] = hit.x;
+        h["y"] = hit.y;
+        h["tissue"] = hit.tissue;
+        h["shard"] = hit.shard;
+        for (const auto& m : slides.metadata) {
+          switch (m.type) {
+            case MetaType::kInt: h[m.name] = m.ints.at(hit.slide); break;
+            case MetaType::kFloat:
+              h[m.name] = std::isnan(m.floats.at(hit.slide)) ? nlohmann::json()
+                                                              : nlohmann::json(m.floats[hit.slide]);
+              break;
+            case MetaType::kString: h[m.name] = m.strings.at(hit.slide); break;
+          }
+        }
+        list.push_back(std::move(h));
+      }
+      const QueryInfo& info = queries.at(q);
+      nlohmann::json entry = {{"query", q}, {"source", info.source}, {"latency_ms", info.latency_ms},
+                              {"hits", list}};
+      if (info.patch_id >= 0) entry["patch_id"] = info.patch_id;
+      j["queries"].push_back(std::move(entry));
+    }
+    return j.dump(2) + "\n";
+  }
+  // table: aligned columns, numbers right-aligned, one block per query.
+  std::vector<size_t> width(columns.size());
+  for (size_t c = 0; c < columns.size(); ++c) width[c] = columns[c].size();
+  for (const auto& row : rows) {
+    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+  }
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string s;
+    for (size_t c = 0; c < cells.size(); ++c) {
+      const bool text = c == 4 || c == 5 || c >= 10;
+      s += (c ? "  " : "") + (text ? fmt::format("{:<{}}", cells[c], width[c])
+                                   : fmt::format("{:>{}}", cells[c], width[c]));
+    }
+    while (!s.empty() && s.back() == ' ') s.pop_back();
+    return s + "\n";
+  };
+  size_t at = 0;
+  for (size_t q = 0; q < hits.size(); ++q) {
+    out += fmt::format("query {}: {} ({} hits, {:.2f} ms)\n", q, queries.at(q).source,
+                       hits[q].size(), queries.at(q).latency_ms);
+    out += line(columns);
+    for (size_t r = 0; r < hits[q].size(); ++r) out += line(rows[at++]);
+    out += "\n";
+  }
+  const nlohmann::json t = timing.to_json();
+  out += fmt::format("{} queries in {:.3f} s: {:.1f} queries/s, latency p50 {:.2f} ms, p99 {:.2f} "
+                     "ms\n",
+                     timing.queries, timing.total_s, t["qps"].get<double>(),
+                     t["latency_ms"]["p50"].get<double>(), t["latency_ms"]["p99"].get<double>());
+  return out;
+}
+
+}  // namespace tessera::query

@@ -1,0 +1,44 @@
+// The results of a query run as a table, CSV or JSON: one row per (query, rank) with the hit's
+// score, ids, coordinates and the slide's metadata columns, and a summary of latency and QPS.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/store/vector_meta.h"
+#include "stages/query/search.h"
+
+namespace tessera::query {
+
+struct QueryInfo {
+  std::string source;  // "patch 123", "slide S at (x, y)", "vectors FILE row i", "image FILE"
+  int64_t patch_id = -1;   // the query's stored patch, -1 when none
+  int32_t slide = -1;
+  double latency_ms = 0;
+};
+
+struct Timing {
+  double total_s = 0;       // every search round, merge included
+  int64_t queries = 0;
+  int batch_size = 0;       // queries per round
+  std::vector<double> latency_ms;  // per query (a round's time / its queries)
+  nlohmann::json to_json() const;  // queries, seconds, qps, p50/p99/min/max latency
+};
+
+// The column names of a report (the fixed ones, then the manifest's metadata columns).
+std::vector<std::string> report_columns(const VectorSlideTable& slides);
+
+// One row of text values per hit, columns as report_columns.
+std::vector<std::vector<std::string>> report_rows(const std::vector<QueryInfo>& queries,
+                                                  const std::vector<std::vector<Hit>>& hits,
+                                                  const VectorSlideTable& slides);
+
+// `format` is table, csv or json.
+std::string format_report(const std::string& format, const std::vector<QueryInfo>& queries,
+                          const std::vector<std::vector<Hit>>& hits,
+                          const VectorSlideTable& slides, const Timing& timing,
+                          const nlohmann::json& search);
+
+}  // namespace tessera::query

@@ -1,0 +1,86 @@
+// The shards of an ingest output as query serves them: each process loads the shards it owns
+// (all of them in one process; under mpirun the shards a cyclic partition gives its rank), checks
+// them against the catalog, evaluates metadata filters over their rows, and searches them, the
+// shards concurrently on threads. Results carry what a report needs of the owning shard's rows.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/stage/stage_options.h"
+#include "common/store/vector_meta.h"
+#include "common/vector/catalog.h"
+#include "stages/query/filter.h"
+
+namespace tessera::query {
+
+// One search result with the row-level metadata of its vector.
+struct Hit {
+  float score = 0;
+  int64_t patch_id = -1;
+  int32_t slide = -1;
+  int64_t x = 0, y = 0;
+  float tissue = 0;
+  int32_t shard = -1;
+};
+
+// What restricts one query's results: the --filter expression and the exclusions, whose slides
+// depend on the query.
+struct QueryScope {
+  int32_t exclude_slide = -1;                // leave out this slide's patches
+  std::vector<uint8_t> excluded_slides;      // or these (per slide index, 1 = leave out)
+};
+
+struct SearchParams {
+  int k = 10;
+  int nprobe = 0;
+  int ef_search = 0;
+  int batch_size = 0;  // queries per search call; 0 = all
+  int threads = 1;     // shards searched concurrently
+};
+
+// The columns --filter may use, with their types: patch_id, x, y, tissue (per row); slide_id,
+// patient_id, level, mpp, slide_mpp, patch_size, read_size (per slide); then the manifest's
+// metadata columns.
+std::vector<ColumnSchema> filter_columns(const VectorSlideTable& slides);
+
+class ShardSet {
+ public:
+  // Loads the segments of `shards` (shard numbers of `catalog`) after checking their files at
+  // `verify` against the catalog. Throws IoError naming a missing, damaged or inconsistent file
+  // (dimension, rows) and InvalidInput for a filter that uses unknown columns.
+  ShardSet(const Catalog& catalog, const std::vector<int>& shards, bool mmap, VerifyLevel verify,
+           const std::optional<Filter>& filter);
+  ~ShardSet();
+  ShardSet(ShardSet&&) noexcept;
+  ShardSet& operator=(ShardSet&&) noexcept;
+
+  // The slide table (the same in every shard).
+  const VectorSlideTable& slides() const;
+  int64_t rows() const;          // vectors in the loaded shards
+  int64_t matching_rows() const; // of which the filter allows (rows() without a filter)
+
+  // Searches `queries` (n x dim, row-major, normalised as the catalog says) in every loaded shard
+  // and returns, per query, the best `params.k` hits over these shards (best first, ties by
+  // ascending patch id) restricted by the filter and by `scopes` (one per query, or empty).
+  std::vector<std::vector<Hit>> search(const float* queries, int64_t n,
+                                       const std::vector<QueryScope>& scopes,
+                                       const SearchParams& params) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Merges per-process hit lists (each best first) into the best k, ties by ascending patch id.
+std::vector<Hit> merge_hits(const std::vector<std::vector<Hit>>& lists, int k,
+                            bool higher_is_better);
+
+// Hits as bytes for gathering over ranks, and back.
+std::string encode_hits(const std::vector<std::vector<Hit>>& hits);
+std::vector<std::vector<Hit>> decode_hits(const std::string& bytes);
+
+}  // namespace tessera::query
