@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs the pipeline on a generated demo cohort: 3 synthetic slides, patchgen and embed with 2 ranks.
+# Runs the whole pipeline on a generated demo cohort: 3 synthetic slides, patchgen, embed and ingest
+# with 2 ranks each, then a query whose table is printed and whose mosaic is written.
 # Usage: launchers/demo.sh [DEMO_DIR]   (default: demo-run)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -9,7 +10,7 @@ build="$root/build"
 generator=()
 if command -v ninja >/dev/null; then generator=(-G Ninja); fi
 cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo
-cmake --build "$build" -j "$(nproc)" --target synthslide patchgen embed
+cmake --build "$build" -j "$(nproc)" --target synthslide patchgen embed ingest query
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mpi=(mpirun -np 2 --oversubscribe)
 
@@ -28,8 +29,15 @@ mkdir -p "$demo/slides"
 "${mpi[@]}" "$build/stages/embed/embed" --run "$demo/run" --model vit-s16 --precision fp32 \
   --batch-size 16 --torch-threads 1
 
+# Two shards, each rank building one; cosine similarity over unit-length vectors.
+"${mpi[@]}" "$build/stages/ingest/ingest" --run "$demo/run" --shards 2 --normalize
+# The patches most like the one at the centre of demo-1, from the other patients' slides.
+"$build/stages/query/query" --index "$demo/run/ingest/vit-s16" --slide demo-1 --x 2000 --y 1500 \
+  -k 8 --exclude-same-patient --mosaic "$demo/query-mosaic.png"
+
 echo
 echo "patchgen summary ($demo/run/patchgen/_SUCCESS):"
 grep -E '"(patches|slides_ok|slides_failed)"' "$demo/run/patchgen/_SUCCESS"
 echo "QC images: $demo/run/patchgen/qc/"
 echo "embeddings: $demo/run/embed/vit-s16/embeddings.h5, per slide: $demo/run/embed/vit-s16/features/"
+echo "index: $demo/run/ingest/vit-s16/catalog.json; query mosaic: $demo/query-mosaic.png"

@@ -1,6 +1,7 @@
 #include "stages/ingest/ingest.h"
 
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -417,11 +418,13 @@ class IngestWork final : public StageWork {
                    rows, builds.size(), total_s, rows / std::max(1e-9, total_s), read_s, add_s,
                    write_s);
     }
+    struct rusage usage {};
+    getrusage(RUSAGE_SELF, &usage);  // ru_maxrss is in KiB on Linux
     result.fields = {{"rows", rows},
                      {"shards", shards},
                      {"stats",
                       {{"read_s", read_s}, {"add_s", add_s}, {"write_s", write_s},
-                       {"total_s", total_s}}}};
+                       {"total_s", total_s}, {"max_rss_bytes", static_cast<int64_t>(usage.ru_maxrss) * 1024}}}};
     return result;
   }
 
@@ -457,6 +460,7 @@ class IngestWork final : public StageWork {
     c.updated = now;
     std::vector<std::optional<CatalogSegment>> segments(config_.shards);
     nlohmann::json totals = {{"read_s", 0.0}, {"add_s", 0.0}, {"write_s", 0.0}, {"total_s", 0.0}};
+    nlohmann::json max_rss = nlohmann::json::array();
     for (const auto& m : markers) {
       std::map<std::string, OutputRecord> records;
       for (const auto& o : m.at("outputs")) {
@@ -475,6 +479,7 @@ class IngestWork final : public StageWork {
       for (auto& [key, value] : totals.items()) {
         value = value.get<double>() + m.at("stats").at(key).get<double>();
       }
+      max_rss.push_back(m.at("stats").at("max_rss_bytes"));
     }
     int64_t rows = 0;
     for (int k = 0; k < config_.shards; ++k) {
@@ -509,7 +514,8 @@ class IngestWork final : public StageWork {
             {"rows_total", c.rows()},
             {"shard_rows", shard_rows},
             {"index", config_.index},
-            {"seconds_summed_over_ranks", totals}};
+            {"seconds_summed_over_ranks", totals},
+            {"max_rss_bytes_per_rank", max_rss}};
   }
 
  private:
