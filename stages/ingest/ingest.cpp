@@ -508,6 +508,7 @@ class IngestWork final : public StageWork {
     nlohmann::json shard_rows = nlohmann::json::array();
     for (const auto& s : c.shards) shard_rows.push_back(s.rows);
     return {{"tag", decision_.tag},
+            {"status", "completed"},
             {"generation", decision_.generation},
             {"embed_parts", decision_.parts},
             {"rows", rows},
