@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -58,5 +59,10 @@ class SerialComm final : public Comm {
 
 // Collective. A barrier that returns the seconds this rank waited in it.
 double timed_barrier(Comm& comm);
+
+// Collective. Runs `decide` on rank 0 only (reading a catalog, resolving queries) and returns its
+// result on every rank. When it throws, every rank throws: InvalidInput as InvalidInput, any
+// other tessera::Error as IoError, with rank 0's message; so no rank waits for a rank that failed.
+std::string decided_by_root(Comm& comm, const std::function<std::string()>& decide);
 
 }  // namespace tessera

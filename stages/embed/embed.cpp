@@ -161,17 +161,8 @@ int run(const Config& config, Comm& comm) {
   }
   // Rank 0 describes the model (hashing a TorchScript file) for the fingerprint; the others
   // receive the description.
-  std::string described;
-  if (comm.rank() == 0) {
-    try {
-      described = "+" + Model::describe(model_spec(config, comm.local_rank())).dump();
-    } catch (const InvalidInput& e) {
-      described = std::string("-") + e.what();
-    }
-  }
-  described = comm.broadcast(described, 0);
-  if (described.at(0) == '-') throw InvalidInput(described.substr(1));
-  const nlohmann::json model_fingerprint = nlohmann::json::parse(described.substr(1));
+  const nlohmann::json model_fingerprint = nlohmann::json::parse(decided_by_root(
+      comm, [&] { return Model::describe(model_spec(config, comm.local_rank())).dump(); }));
   const std::string stage_dir = part_dir((fs::path(config.run) / "embed" / config.tag).string(),
                                          config.stage.part, config.stage.parts);
   const std::string fingerprint =

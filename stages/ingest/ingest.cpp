@@ -691,20 +691,8 @@ int discover_parts(const std::string& embed_root) {
 
 int run(const Config& config, Comm& comm) {
   // Rank 0 decides; the others receive the decision (or the error).
-  std::string text;
-  if (comm.rank() == 0) {
-    try {
-      text = "+" + decision_json(decide(config)).dump();
-    } catch (const InvalidInput& e) {
-      text = std::string("-") + e.what();
-    } catch (const Error& e) {
-      text = std::string("!") + e.what();
-    }
-  }
-  text = comm.broadcast(text, 0);
-  if (text.at(0) == '-') throw InvalidInput(text.substr(1));
-  if (text.at(0) == '!') throw IoError(text.substr(1));
-  const nlohmann::json decided = nlohmann::json::parse(text.substr(1));
+  const nlohmann::json decided = nlohmann::json::parse(
+      decided_by_root(comm, [&] { return decision_json(decide(config)).dump(); }));
   const std::string ingest_dir =
       (fs::path(config.run) / "ingest" / decided.at("name").get<std::string>()).string();
   const Decision decision = decision_from(decided, ingest_dir);

@@ -249,22 +249,12 @@ int run(const Config& config, Comm& comm) {
   // Rank 0 resolves the queries (stored patches, files, an image) and tells the others.
   Queries queries;
   std::optional<PatchLookup> lookup;
-  std::string text;
-  if (comm.rank() == 0) {
-    try {
-      lookup.emplace(catalog);
-      queries = resolve(config, catalog, slides, *lookup);
-      text = "+" + encode_queries(queries);
-    } catch (const InvalidInput& e) {
-      text = std::string("-") + e.what();
-    } catch (const Error& e) {
-      text = std::string("!") + e.what();
-    }
-  }
-  text = comm.broadcast(text, 0);
-  if (text.at(0) == '-') throw InvalidInput(text.substr(1));
-  if (text.at(0) == '!') throw IoError(text.substr(1));
-  if (comm.rank() != 0) decode_queries(text.substr(1), catalog.dim, queries);
+  const std::string resolved = decided_by_root(comm, [&] {
+    lookup.emplace(catalog);
+    queries = resolve(config, catalog, slides, *lookup);
+    return encode_queries(queries);
+  });
+  if (comm.rank() != 0) decode_queries(resolved, catalog.dim, queries);
   const std::vector<QueryScope> scopes = scopes_for(config, queries, slides);
 
   const int threads = thread_count(config.threads, "--threads");
