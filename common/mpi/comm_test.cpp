@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/core/error.h"
+
 namespace tessera {
 namespace {
 
@@ -14,6 +16,28 @@ TEST(SerialComm, CollectivesAreIdentities) {
   EXPECT_EQ(comm.allreduce_sum(int64_t{7}), 7);
   EXPECT_EQ(comm.allreduce_max(2.5), 2.5);
   EXPECT_EQ(comm.allreduce_sum(2.5), 2.5);
+}
+
+}  // namespace
+}  // namespace tessera
+
+namespace tessera {
+namespace {
+
+TEST(DecidedByRoot, ReturnsTheResultOrRethrowsByKind) {
+  SerialComm comm;
+  EXPECT_EQ(decided_by_root(comm, [] { return std::string("plan"); }), "plan");
+  EXPECT_EQ(decided_by_root(comm, [] { return std::string(); }), "");
+  EXPECT_THROW(decided_by_root(comm, []() -> std::string { throw InvalidInput("bad option"); }),
+               InvalidInput);
+  try {
+    decided_by_root(comm, []() -> std::string { throw Error("disk full"); });
+    ADD_FAILURE() << "no exception";
+  } catch (const InvalidInput&) {
+    ADD_FAILURE() << "an I/O error became bad input";
+  } catch (const IoError& e) {
+    EXPECT_STREQ(e.what(), "disk full");
+  }
 }
 
 }  // namespace
