@@ -178,7 +178,7 @@ void write_catalog(const Catalog& catalog) {
 }
 
 std::vector<std::string> check_catalog_files(const Catalog& catalog, VerifyLevel level,
-                                             const std::vector<int>& shards) {
+                                             const std::optional<std::vector<int>>& shards) {
   std::vector<std::string> problems;
   auto check = [&](const OutputRecord& r) {
     std::string why = check_output(catalog.dir, r, level);
@@ -186,7 +186,7 @@ std::vector<std::string> check_catalog_files(const Catalog& catalog, VerifyLevel
   };
   for (const auto& t : catalog.trained) check(t);
   for (size_t k = 0; k < catalog.shards.size(); ++k) {
-    if (!shards.empty() && std::find(shards.begin(), shards.end(), static_cast<int>(k)) == shards.end()) {
+    if (shards && std::find(shards->begin(), shards->end(), static_cast<int>(k)) == shards->end()) {
       continue;
     }
     for (const auto& s : catalog.shards[k].segments) {

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -91,8 +92,9 @@ void write_catalog(const Catalog& catalog);
 
 // Checks every file the catalog lists (segments and the trained index) at `level` (kCheap: sizes
 // and the files' ends; kFull: every byte). Returns one line per damaged or missing file, naming it;
-// empty when all are intact. `shards` limits the check to those shards (all when empty).
-std::vector<std::string> check_catalog_files(const Catalog& catalog, VerifyLevel level,
-                                             const std::vector<int>& shards = {});
+// empty when all are intact. `shards` limits the check to those shards (all when not given).
+std::vector<std::string> check_catalog_files(
+    const Catalog& catalog, VerifyLevel level,
+    const std::optional<std::vector<int>>& shards = std::nullopt);
 
 }  // namespace tessera
