@@ -12,7 +12,6 @@ if command -v ninja >/dev/null; then generator=(-G Ninja); fi
 cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build "$build" -j "$(nproc)" --target synthslide patchgen embed ingest query
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-mpi=(mpirun -np 2 --oversubscribe)
 
 mkdir -p "$demo/slides"
 {
@@ -25,12 +24,11 @@ mkdir -p "$demo/slides"
   done
 } > "$demo/manifest.csv"
 
-"${mpi[@]}" "$build/stages/patchgen/patchgen" --manifest "$demo/manifest.csv" --out "$demo/run"
-"${mpi[@]}" "$build/stages/embed/embed" --run "$demo/run" --model vit-s16 --precision fp32 \
-  --batch-size 16 --torch-threads 1
-
-# Two shards, each rank building one; cosine similarity over unit-length vectors.
-"${mpi[@]}" "$build/stages/ingest/ingest" --run "$demo/run" --shards 2 --normalize
+# patchgen, embed and ingest with 2 ranks of 1 thread each (launchers/chain.sh). The index has two
+# shards, each rank building one; cosine similarity over unit-length vectors.
+"$root/launchers/chain.sh" --build "$build" --run "$demo/run" --manifest "$demo/manifest.csv" \
+  --model vit-s16 --ranks 2 --threads 1 --embed-args "--precision fp32 --batch-size 16" \
+  --ingest-args "--shards 2 --normalize"
 # The patches most like the one at the centre of demo-1, from the other patients' slides.
 "$build/stages/query/query" --index "$demo/run/ingest/vit-s16" --slide demo-1 --x 2000 --y 1500 \
   -k 8 --exclude-same-patient --mosaic "$demo/query-mosaic.png"
