@@ -127,4 +127,11 @@ std::string ini_value(const T& value) {
   }
 }
 
+// A typed option value whose default --help shows as config.ini writes it (`true`/`false`,
+// floating-point values in shortest round-trip form, not `1` or `0.10000000000000001`).
+template <typename T>
+po::typed_value<T>* value_with_default(const T& value) {
+  return po::value<T>()->default_value(value, ini_value(value));
+}
+
 }  // namespace tessera

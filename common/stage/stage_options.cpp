@@ -36,7 +36,7 @@ void add_stage_options(po::options_description& desc) {
       ("verify", po::value<std::string>()->default_value("cheap"),
        "how inputs and outputs that markers call complete are checked: cheap (sizes and an XXH3 "
        "of each file's first and last 64 KiB) or full (an XXH3 of every byte)")
-      ("file-locking", po::value<bool>()->default_value(true),
+      ("file-locking", value_with_default<bool>(true),
        "lock the stage directory (false only for file systems mounted without locking)")
       ("overwrite", po::bool_switch(), "replace existing outputs made with another configuration");
   desc.add(stage);

@@ -64,7 +64,7 @@ OptionTable option_table() {
       ("verify", kRunControl, po::value<std::string>()->default_value("cheap"),
        "how inputs and completed outputs are checked: cheap (sizes, file ends) or full (every "
        "byte)")
-      ("file-locking", kRunControl, po::value<bool>()->default_value(true),
+      ("file-locking", kRunControl, value_with_default<bool>(true),
        "lock run directories (false only on file systems without lock support)")
       ("overwrite", kRunControl, po::bool_switch(),
        "replace an ingest output made with other settings (every generation)");

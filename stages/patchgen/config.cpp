@@ -25,22 +25,22 @@ OptionTable option_table() {
       ("out", kRunControl, po::value<std::string>()->required(),
        "run directory (patchgen writes RUN/patchgen)")
       ("fail-fast", kRunControl, po::bool_switch(), "stop at the first failed slide (exit code 3)")
-      ("progress-interval", kRunControl, po::value<double>()->default_value(5.0),
+      ("progress-interval", kRunControl, value_with_default<double>(5.0),
        "seconds between progress reports of rank 0 (>= 0)");
   t.group("Patch grid")
       ("patch-size", kResult, po::value<int>()->default_value(224),
        "patch side in pixels at the target resolution")
       ("stride", kResult, po::value<int>()->default_value(0), "grid step in target pixels (0: patch size)")
-      ("mpp", kResult, po::value<double>()->default_value(0.5),
+      ("mpp", kResult, value_with_default<double>(0.5),
        "target resolution in micrometres per pixel")
-      ("mpp-tolerance", kResult, po::value<double>()->default_value(0.1),
+      ("mpp-tolerance", kResult, value_with_default<double>(0.1),
        "relative tolerance within which a pyramid level counts as the target resolution")
-      ("default-mpp", kResult, po::value<double>()->default_value(0.0),
+      ("default-mpp", kResult, value_with_default<double>(0.0),
        "level-0 mpp for slides without resolution metadata (0: such slides fail)")
-      ("min-tissue", kResult, po::value<double>()->default_value(0.25),
+      ("min-tissue", kResult, value_with_default<double>(0.25),
        "minimum tissue fraction under a patch for it to be kept");
   t.group("Tissue detection (CLAM-like; ignored for slides with mask_path)")
-      ("seg-downsample", kResult, po::value<double>()->default_value(32.0),
+      ("seg-downsample", kResult, value_with_default<double>(32.0),
        "detect on the pyramid level nearest this downsample")
       ("median-blur", kResult, po::value<int>()->default_value(7),
        "median filter size on saturation (odd)")
@@ -50,10 +50,10 @@ OptionTable option_table() {
        "lower bound of the Otsu threshold")
       ("close-kernel", kResult, po::value<int>()->default_value(4),
        "morphological closing size, 0: off")
-      ("fill-holes", kResult, po::value<bool>()->default_value(true), "fill holes inside tissue")
-      ("min-area-um2", kResult, po::value<double>()->default_value(10000.0),
+      ("fill-holes", kResult, value_with_default<bool>(true), "fill holes inside tissue")
+      ("min-area-um2", kResult, value_with_default<double>(10000.0),
        "drop tissue components smaller than this (level-0 square micrometres)")
-      ("min-hole-area-um2", kResult, po::value<double>()->default_value(50000.0),
+      ("min-hole-area-um2", kResult, value_with_default<double>(50000.0),
        "keep holes larger than this as holes (0: fill all)");
   t.group("Patch store")
       ("encoding", kResult, po::value<std::string>()->default_value("raw"),
@@ -66,7 +66,7 @@ OptionTable option_table() {
        "patches per HDF5 chunk and write")
       ("partition", kResult, po::value<std::string>()->default_value("cyclic"),
        "how patches are split over ranks: cyclic, block-cyclic:B or contiguous")
-      ("qc", kResult, po::value<bool>()->default_value(true), "write a QC PNG per slide");
+      ("qc", kResult, value_with_default<bool>(true), "write a QC PNG per slide");
   po::options_description stage;
   add_stage_options(stage);
   t.add(stage, {{"part", kResult}, {"parts", kResult}, {"verify", kRunControl},
@@ -78,7 +78,7 @@ OptionTable option_table() {
        "... after writing this many patches")
       ("debug-file-size-limit", kDebug, po::value<int64_t>()->default_value(0),
        "bytes: the rank's shard writes beyond this fail as on a full disk (0: off)")
-      ("debug-pause-before-marker", kDebug, po::value<double>()->default_value(0.0),
+      ("debug-pause-before-marker", kDebug, value_with_default<double>(0.0),
        "seconds every rank sleeps after its work, before it checks the run and writes its marker");
   return t;
 }

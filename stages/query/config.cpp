@@ -20,7 +20,7 @@ OptionTable option_table() {
   t.group("Index")
       ("index", kRunControl, po::value<std::string>()->required(),
        "ingest output to search: RUN/ingest/<tag> (the folder of catalog.json)")
-      ("mmap", kRunControl, po::value<bool>()->default_value(true),
+      ("mmap", kRunControl, value_with_default<bool>(true),
        "map index files into memory instead of reading them (IVF lists, flat codes)")
       ("verify", kRunControl, po::value<std::string>()->default_value("cheap"),
        "check shard files against the catalog: cheap (sizes, file ends) or full (every byte)")
