@@ -106,8 +106,8 @@ InferStats embed_rows(const IndexInfo& info, const IndexReader& index, const Par
     }
   } joiner{jobs, results, worker};
 
-  Progress progress("embed (rank 0)", partition.count(rank), rank == 0, progress_path,
-                    config.progress_interval);
+  Progress progress("embed", partition.count(rank), {rank, config.stage.part, config.stage.parts},
+                    rank == 0, progress_path, config.progress_interval);
   std::vector<uint8_t> pixels(patch_bytes * static_cast<size_t>(config.batch_size));
   int64_t next = 0, written = 0, inflight = 0;
   while (written < batches) {

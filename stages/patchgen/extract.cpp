@@ -69,8 +69,9 @@ ExtractStats extract_rank(const Manifest& manifest, const PartPlan& part, const 
   stats.planned = partition.count(rank);
 
   ShardWriter writer(shard_path, config.layout, rank, world_size);
-  Progress progress("extract (rank 0)", stats.planned, rank == 0,
-                    (fs::path(stage_dir) / "progress.jsonl").string(), config.progress_interval);
+  Progress progress("extract", stats.planned, {rank, config.stage.part, config.stage.parts},
+                    rank == 0, (fs::path(stage_dir) / "progress.jsonl").string(),
+                    config.progress_interval);
   const int ps = config.patch_size;
   std::vector<uint8_t> read_buffer, patch(static_cast<size_t>(ps) * ps * 3);
   std::optional<Slide> slide;
