@@ -20,6 +20,7 @@
 #include "common/core/error.h"
 #include "common/core/fs.h"
 #include "common/core/hash.h"
+#include "common/core/progress.h"
 #include "common/h5/h5.h"
 #include "common/stage/partition.h"
 #include "common/stage/skeleton.h"
@@ -356,6 +357,20 @@ class IngestWork final : public StageWork {
       std::vector<std::vector<int>> placed;
       if (config_.assign == Assign::kBySlide) placed = assign_by_slide(part_slides(), fill);
       int64_t sequence = decision_.previous ? decision_.previous->rows() : 0;
+      // Rows this rank reads: its shards' slides (by-slide) or every row (cyclic).
+      int64_t to_read = 0;
+      for (size_t s = 0; s < sources_.size(); ++s) {
+        if (config_.assign == Assign::kCyclic) {
+          to_read += sources_[s].info.rows;
+          continue;
+        }
+        const PartSlides slides = part_slides_of(sources_[s]);
+        for (size_t i = 0; i < slides.rows.size(); ++i) {
+          if (slot[placed[s][i]] >= 0) to_read += slides.rows[i];
+        }
+      }
+      Progress progress("ingest", to_read, {context.rank, 0, 1}, context.rank == 0,
+                        (fs::path(dir_) / "progress.jsonl").string());
       Chunk chunk;
       for (size_t s = 0; s < sources_.size(); ++s) {
         const Source& source = sources_[s];
@@ -391,11 +406,13 @@ class IngestWork final : public StageWork {
             }
             add_s += seconds_since(t);
             added += n;
+            progress.update(added);
             maybe_die(context.rank, added);
           }
           if (shard < 0) sequence += count;
         }
       }
+      progress.finish(added);
     }
     RankResult result;
     nlohmann::json shards = nlohmann::json::array();
