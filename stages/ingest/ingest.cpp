@@ -662,7 +662,11 @@ class IngestWork final : public StageWork {
     if (config_.normalize) l2_normalize(sample.data(), rows, dim_);
     spdlog::info("ingest: training {} on {} of {} vectors (seed {})", config_.index, rows, total,
                  config_.seed);
+    // The other ranks sleep in set-up's barrier meanwhile: training may use every core this
+    // rank can run on, whatever --threads says for the adds.
+    set_vector_threads(std::max(usable_cores(), thread_count(config_.threads, "--threads")));
     index.train(sample.data(), rows);
+    set_vector_threads(thread_count(config_.threads, "--threads"));
     const std::string tmp = path + ".tmp";
     index.write(tmp);
     commit_file(tmp, path);

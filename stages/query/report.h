@@ -23,7 +23,7 @@ struct Timing {
   double total_s = 0;       // every search round, merge included
   int64_t queries = 0;
   int batch_size = 0;       // queries per round
-  std::vector<double> latency_ms;  // per query (a round's time / its queries)
+  std::vector<double> latency_ms;  // per query: the time of its round (all its batch's queries)
   nlohmann::json to_json() const;  // queries, seconds, qps, p50/p99/min/max latency
 };
 
