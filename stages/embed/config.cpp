@@ -32,6 +32,9 @@ OptionTable option_table() {
       ("partition", kResult, po::value<std::string>()->default_value("contiguous"),
        "how index rows are split over ranks: contiguous (one run of rows per rank: sequential "
        "shard reads, one virtual-dataset mapping per rank), block-cyclic:B or cyclic")
+      ("peer-layouts", kResult, po::value<std::string>()->default_value("clam,trident"),
+       "layouts written besides features/ for CLAM and TRIDENT to read as their own: "
+       "clam,trident, clam (pt_files/ holds a second copy of the features), trident, or none")
       ("progress-interval", kRunControl, po::value<double>()->default_value(5.0),
        "seconds between progress reports of rank 0 (>= 0)");
   t.group("Model and inference")
@@ -100,6 +103,7 @@ std::map<std::string, std::string> option_values(const Config& c) {
       {"source", c.source},
       {"store-dtype", c.store_dtype},
       {"partition", c.partition.to_string()},
+      {"peer-layouts", c.peer_layouts.to_string()},
       {"progress-interval", ini_value(c.progress_interval)},
       {"model", c.model},
       {"preset", c.preset},
@@ -141,6 +145,7 @@ Config config_from(const po::variables_map& v) {
   c.store_dtype = v["store-dtype"].as<std::string>();
   c.stage = stage_options_from(v, slurm_array_environment());
   c.partition = Partition::Spec::parse(v["partition"].as<std::string>(), "partition");
+  c.peer_layouts = PeerLayouts::parse(v["peer-layouts"].as<std::string>());
   c.progress_interval = v["progress-interval"].as<double>();
   c.debug_kill_rank = v["debug-kill-rank"].as<int>();
   c.debug_kill_after = v["debug-kill-after"].as<int64_t>();

@@ -8,6 +8,7 @@
 #include "common/stage/partition.h"
 #include "common/stage/stage_options.h"
 #include "stages/embed/model.h"
+#include "stages/embed/peer_formats.h"
 
 namespace tessera::embed {
 
@@ -26,6 +27,7 @@ struct Config {
   std::string source = "store";   // store | wsi
   std::string store_dtype = "fp32";  // fp32 | fp16 for the rank shards and merged outputs
   Partition::Spec partition{PartitionKind::kContiguous, 1};  // of the index rows over ranks
+  PeerLayouts peer_layouts;       // CLAM and TRIDENT layouts written besides features/
   StageOptions stage;             // part/parts, verify, file locking, overwrite
   double progress_interval = 5;
   int debug_kill_rank = -1;

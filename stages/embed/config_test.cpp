@@ -58,7 +58,8 @@ TEST(EmbedConfig, EquivalentSpellingsFingerprintAlike) {
   for (auto [x, y] : std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>>{
            {{"--partition", "block-cyclic:1"}, {"--partition", "cyclic"}},
            {{"--tag", "vit-tiny"}, {}},
-           {{"--part", "0", "--parts", "1"}, {}}}) {
+           {{"--part", "0", "--parts", "1"}, {}},
+           {{"--peer-layouts", "trident,clam"}, {}}}) {
     x.insert(x.begin(), {"--model", "vit-tiny"});
     y.insert(y.begin(), {"--model", "vit-tiny"});
     EXPECT_EQ(parse(x).fingerprint_ini, parse(y).fingerprint_ini) << x[2];

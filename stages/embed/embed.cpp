@@ -96,9 +96,19 @@ class EmbedWork final : public StageWork {
     outcome = comm.broadcast(outcome, 0);
     if (!outcome.empty()) throw IoError(outcome);
     IndexReader index(info_.path);
-    const int64_t slides = comm.allreduce_sum(
-        write_slide_features(info_, index, comm.rank(), comm.size(), model_fingerprint_, dir_));
+    SlideFilesSpec spec;
+    spec.peers = config_.peer_layouts;
+    spec.encoder = trident_encoder_name(model_fingerprint_, config_.tag);
+    spec.overlap = overlap_from_patchgen_ini(
+        read_file((fs::path(info_.stage_dir) / "config.ini").string()), info_.patch_size);
+    const int64_t slides = comm.allreduce_sum(write_slide_features(
+        info_, index, comm.rank(), comm.size(), model_fingerprint_, spec, dir_));
     if (comm.rank() != 0) return {};
+    write_status_table(info_, dir_);
+    int64_t empty_slides = 0;
+    for (size_t s = 0; s < info_.slides.size(); ++s) {
+      if (slide_outcome(info_.slides, s) == SlideOutcome::kEmpty) ++empty_slides;
+    }
     nlohmann::json totals = {{"read_s", 0.0},  {"prepare_s", 0.0}, {"forward_s", 0.0},
                              {"write_s", 0.0}, {"wait_s", 0.0},    {"total_s", 0.0}};
     for (const auto& m : markers) {
@@ -107,8 +117,9 @@ class EmbedWork final : public StageWork {
       }
     }
     spdlog::info("embed complete: {} embeddings of dimension {} in '{}/embeddings.h5', {} slide "
-                 "files in '{}/features'",
-                 info_.rows, model_->output_dim(), dir_, slides, dir_);
+                 "files in '{}/features' ({} without patches), peer layouts {}",
+                 info_.rows, model_->output_dim(), dir_, slides, dir_, empty_slides,
+                 config_.peer_layouts.to_string());
     const bool empty = info_.rows == 0;
     if (empty) {
       spdlog::error("the patch run '{}' has no patches: every one of its {} slides failed (see "
@@ -120,6 +131,9 @@ class EmbedWork final : public StageWork {
             {"exit_code", empty ? kExitSlidesFailed : kExitOk},
             {"patches", info_.rows},
             {"slides", slides},
+            {"empty_slides", empty_slides},
+            {"peer_layouts", config_.peer_layouts.to_string()},
+            {"encoder", spec.encoder},
             {"output_dim", model_->output_dim()},
             {"store_dtype", config_.store_dtype},
             {"source", config_.source},

@@ -7,6 +7,7 @@
 #include "common/core/fs.h"
 #include "common/h5/h5.h"
 #include "common/store/embeddings.h"
+#include "stages/embed/peer_pt.h"
 
 namespace tessera::embed {
 
@@ -84,28 +85,49 @@ void write_embeddings_file(const IndexInfo& info, const Partition& partition, in
   commit_file(path + ".tmp", path);
 }
 
+namespace {
+
+std::string make_dir(const std::string& stage_dir, const std::string& name) {
+  const std::string dir = (fs::path(stage_dir) / name).string();
+  make_directories(dir);
+  return dir;
+}
+
+}  // namespace
+
 int64_t write_slide_features(const IndexInfo& info, const IndexReader& index, int rank,
                              int world_size, const nlohmann::json& model_fingerprint,
-                             const std::string& stage_dir) {
-  const std::string features_dir = (fs::path(stage_dir) / "features").string();
-  std::error_code ec;
-  fs::create_directories(features_dir, ec);
-  if (ec) fail<IoError>("cannot create '{}': {}", features_dir, ec.message());
+                             const SlideFilesSpec& spec, const std::string& stage_dir) {
+  const std::string features_dir = make_dir(stage_dir, "features");
+  std::string pt_dir, clam_h5_dir, clam_patches_dir, trident_dir, trident_patches_dir;
+  if (spec.peers.clam) {
+    pt_dir = make_dir(stage_dir, "clam/pt_files");
+    clam_h5_dir = make_dir(stage_dir, "clam/h5_files");
+    clam_patches_dir = make_dir(stage_dir, "clam/patches");
+  }
+  if (spec.peers.trident) {
+    trident_dir = make_dir(stage_dir, "features_" + spec.encoder);
+    trident_patches_dir = make_dir(stage_dir, "patches");
+  }
   h5::File merged =
       h5::File::open((fs::path(stage_dir) / "embeddings.h5").string(), h5::Mode::kRead);
   h5::Dataset m_ids = merged.open_dataset(names::kPatchId);
   h5::Dataset m_emb = merged.open_dataset(names::kEmbeddings);
   const hsize_t d = m_emb.dims()[1];
   const std::string model_json = model_fingerprint.dump();
-  std::vector<int64_t> ids;
-  std::vector<float> values;
+  std::vector<int64_t> ids, xy;
+  std::vector<float> values, slide_values;
   int64_t position = -1, written = 0;
   for (size_t s = 0; s < info.slides.size(); ++s) {
-    const int64_t count = info.slides.patch_count[s];
-    if (count == 0) continue;
+    const SlideOutcome outcome = slide_outcome(info.slides, s);
+    if (outcome != SlideOutcome::kPatches && outcome != SlideOutcome::kEmpty) continue;
     if (++position % world_size != rank) continue;
+    const int64_t count = info.slides.patch_count[s];
     const std::string& slide_id = info.slides.slide_id[s];
+    const SlideGeometry g = slide_geometry(info, s, spec.overlap);
     const std::string path = (fs::path(features_dir) / (slide_id + ".h5")).string();
+    xy.clear();
+    slide_values.clear();
     {
       h5::File f = h5::File::open(path + ".tmp", h5::Mode::kCreateTruncate);
       h5::DatasetOptions fo;
@@ -116,10 +138,14 @@ int64_t write_slide_features(const IndexInfo& info, const IndexReader& index, in
       h5::Dataset coords = f.create_appendable(names::kCoords, h5::Type::kInt64, {2}, co);
       f.set_attr("slide_id", slide_id);
       f.set_attr("patch_size", static_cast<int64_t>(info.patch_size));
-      f.set_attr("patch_level", static_cast<int64_t>(info.slides.level[s]));
+      f.set_attr("patch_level", g.patch_level);
+      f.set_attr("read_size", g.read_size);
       f.set_attr("mpp", info.mpp);
-      f.set_attr("downsample", info.slides.downsample[s]);
+      f.set_attr("downsample", g.downsample);
       f.set_attr("model_fingerprint", model_json);
+      features.set_attr("encoder", spec.encoder);
+      features.set_attr("name", slide_id);
+      set_trident_coords_attrs(coords, g);
       for (int64_t first = info.slide_offset[s]; first < info.slide_offset[s] + count;
            first += kBlockRows) {
         const int64_t len = std::min(kBlockRows, info.slide_offset[s] + count - first);
@@ -138,15 +164,33 @@ int64_t write_slide_features(const IndexInfo& info, const IndexReader& index, in
                                   static_cast<hsize_t>(len));
         features.append(values.data(), static_cast<hsize_t>(len));
         coords.append(rows.coords.data(), static_cast<hsize_t>(len));
+        xy.insert(xy.end(), rows.coords.begin(), rows.coords.end());
+        if (spec.peers.clam) slide_values.insert(slide_values.end(), values.begin(), values.end());
       }
       features.close();
       coords.close();
       f.close();
     }
     commit_file(path + ".tmp", path);
+    if (spec.peers.clam) {
+      write_pt_tensor((fs::path(pt_dir) / (slide_id + ".pt")).string(), slide_values, count,
+                      static_cast<int64_t>(d));
+      link_or_copy(path, (fs::path(clam_h5_dir) / (slide_id + ".h5")).string());
+      write_clam_patch_file((fs::path(clam_patches_dir) / (slide_id + ".h5")).string(), xy, g);
+    }
+    if (spec.peers.trident) {
+      link_or_copy(path, (fs::path(trident_dir) / (slide_id + ".h5")).string());
+      write_trident_patch_file(
+          (fs::path(trident_patches_dir) / (slide_id + "_patches.h5")).string(), xy, g);
+    }
     ++written;
   }
   return written;
+}
+
+void write_status_table(const IndexInfo& info, const std::string& stage_dir) {
+  atomic_write_file((fs::path(stage_dir) / "slides.csv").string(),
+                    status_table_csv(info.slides));
 }
 
 }  // namespace tessera::embed

@@ -1,0 +1,19 @@
+// CLAM's default input: a slide's features as a tensor file that Python's torch.load reads
+// (torch.save's zip format, written through libtorch's pickler). The only peer-layout unit that
+// includes torch headers.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tessera::embed {
+
+// Writes `path` (via path.tmp, fsynced and renamed when complete): a float32 tensor of shape
+// [rows, dim] holding `values` (rows * dim, row-major), as torch.save(tensor) would; rows may be
+// 0. Equal inputs give equal bytes. Holds one serialised copy of the slide in memory. Throws
+// IoError naming the file. Thread-safe.
+void write_pt_tensor(const std::string& path, const std::vector<float>& values, int64_t rows,
+                     int64_t dim);
+
+}  // namespace tessera::embed
