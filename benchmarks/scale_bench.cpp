@@ -574,7 +574,8 @@ json repetition(int index, const Setup& s, const std::string& run_dir, Comm& com
 
   phases["slide_features"] = timed_phase(comm, "slide_features", [&] {
     const int64_t files =
-        embed::write_slide_features(*info, *reader, rank, ranks, s.model_fingerprint, embed_dir);
+        embed::write_slide_features(*info, *reader, rank, ranks, s.model_fingerprint,
+                                    embed::SlideFilesSpec{{}, "synthetic", 0}, embed_dir);
     return json{{"files", files}};
   });
   reader.reset();

@@ -35,7 +35,7 @@ OptionTable option_table() {
       ("peer-layouts", kResult, po::value<std::string>()->default_value("clam,trident"),
        "layouts written besides features/ for CLAM and TRIDENT to read as their own: "
        "clam,trident, clam (pt_files/ holds a second copy of the features), trident, or none")
-      ("progress-interval", kRunControl, po::value<double>()->default_value(5.0),
+      ("progress-interval", kRunControl, value_with_default<double>(5.0),
        "seconds between progress reports of rank 0 (>= 0)");
   t.group("Model and inference")
       ("model", kResult, po::value<std::string>()->required(),
@@ -64,7 +64,7 @@ OptionTable option_table() {
        "rank that kills itself (SIGKILL)")
       ("debug-kill-after", kDebug, po::value<int64_t>()->default_value(-1),
        "... after embedding this many patches")
-      ("debug-pause-before-marker", kDebug, po::value<double>()->default_value(0.0),
+      ("debug-pause-before-marker", kDebug, value_with_default<double>(0.0),
        "seconds every rank sleeps after its work, before it checks the run and writes its marker");
   return t;
 }
