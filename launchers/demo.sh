@@ -10,7 +10,7 @@ build="$root/build"
 generator=()
 if command -v ninja >/dev/null; then generator=(-G Ninja); fi
 cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo
-cmake --build "$build" -j "$(nproc)" --target synthslide patchgen embed ingest query
+cmake --build "$build" -j "$(nproc)" --target synthslide patchgen embed ingest query tessera-status
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
 mkdir -p "$demo/slides"
@@ -33,6 +33,8 @@ mkdir -p "$demo/slides"
 "$build/stages/query/query" --index "$demo/run/ingest/vit-s16" --slide demo-1 --x 2000 --y 1500 \
   -k 8 --exclude-same-patient --mosaic "$demo/query-mosaic.png"
 
+echo
+"$build/stages/status/tessera-status" "$demo/run"
 echo
 echo "patchgen summary ($demo/run/patchgen/_SUCCESS):"
 grep -E '"(patches|slides_ok|slides_failed)"' "$demo/run/patchgen/_SUCCESS"
