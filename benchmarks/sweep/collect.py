@@ -345,21 +345,23 @@ def plot(out_dir, rows, fit_result):
     return written
 
 
+def g(x, spec=".4g", scale=1.0):
+    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x / scale, spec)
+
+
 def fmt_fit(stage, f):
     if not f.get("ok"):
         return f"{stage}: no fit ({f.get('reason')})"
-    c, se_c = f["c_items_per_s_per_rank"], f["se_c"]
-    text = (f"{stage}: a = {f['a_s']:.3g} +- {f['se_a_s']:.2g} s, b = {f['b_s']:.3g} +- "
-            f"{f['se_b_s']:.2g} s over R = {f['ranks']} ({f['points']} points); "
-            f"c = {c:.4g} +- {se_c:.2g} items/s per rank; ")
+    text = (f"{stage}: a = {g(f['a_s'], '.3g')} +- {g(f['se_a_s'], '.2g')} s, b = "
+            f"{g(f['b_s'], '.3g')} +- {g(f['se_b_s'], '.2g')} s over R = {f['ranks']} "
+            f"({f['points']} points); c = {g(f['c_items_per_s_per_rank'])} +- {g(f['se_c'], '.2g')}"
+            " items/s per rank; ")
     if f["b_significant"]:
-        text += (f"BW = {f['bw_bytes_per_s'] / 1e6:.4g} +- {f['se_bw'] / 1e6:.2g} MB/s, "
-                 f"R* = {f['r_star']:.3g} +- {f['se_r_star']:.2g}")
+        text += (f"BW = {g(f['bw_bytes_per_s'], '.4g', 1e6)} +- {g(f['se_bw'], '.2g', 1e6)} MB/s, "
+                 f"R* = {g(f['r_star'], '.3g')} +- {g(f['se_r_star'], '.2g')}")
     else:
-        lo = f["bw_lower95_bytes_per_s"]
-        text += ("b not significantly > 0: BW >= "
-                 + (f"{lo / 1e6:.4g} MB/s, R* >= {f['r_star_lower95']:.3g}" if lo else "?")
-                 + " (95 %)")
+        text += (f"b not significantly > 0: BW >= {g(f['bw_lower95_bytes_per_s'], '.4g', 1e6)} "
+                 f"MB/s, R* >= {g(f['r_star_lower95'], '.3g')} (95 %)")
     return text
 
 
