@@ -33,7 +33,9 @@ struct BuiltinInfo {
 //   vit-s16 / vit-b16  ViT-S/16, ViT-B/16 (ImageNet ViTs)
 //   vit-l16   UNI, Phikon-v2 (ViT-L/16)
 //   vit-h14   Virchow2 (ViT-H/14, SwiGLU 6832, 4 registers); CLS output here, 1280-d
-//   vit-g14   H-optimus-0/1, Prov-GigaPath-like (ViT-g/14, SwiGLU 8192, 4 registers)
+//   vit-g14   H-optimus-0/1 (ViT-g/14, SwiGLU 8192, 4 registers)
+//   vit-g16   Prov-GigaPath's tile encoder (ViT-g with 16 px patches: timm vit_giant_patch14_dinov2
+//             with patch_size=16, mlp_ratio 5.33334, i.e. SwiGLU 8192, no registers; 197 tokens)
 //   resnet50-trunc  CLAM's ResNet-50 truncated after layer3, global average pool: 1024-d
 const BuiltinInfo kBuiltins[] = {
     {"vit-tiny", true, {64, 2, 2, 16, 256, true, 1}, 64},
@@ -42,6 +44,7 @@ const BuiltinInfo kBuiltins[] = {
     {"vit-l16", true, {1024, 24, 16, 16, 4096, false, 0}, 1024},
     {"vit-h14", true, {1280, 32, 16, 14, 6832, true, 4}, 1280},
     {"vit-g14", true, {1536, 40, 24, 14, 8192, true, 4}, 1536},
+    {"vit-g16", true, {1536, 40, 24, 16, 8192, true, 0}, 1536},
     {"resnet50-trunc", false, {}, 1024},
 };
 constexpr int kInputSize = 224;

@@ -39,14 +39,21 @@ OptionTable option_table() {
        "seconds between progress reports of rank 0 (>= 0)");
   t.group("Model and inference")
       ("model", kResult, po::value<std::string>()->required(),
-       "built-in (vit-tiny, vit-s16, vit-b16, vit-l16, vit-h14, vit-g14, resnet50-trunc) or a "
-       "TorchScript file")
+       "built-in (vit-tiny, vit-s16, vit-b16, vit-l16, vit-h14, vit-g14, vit-g16, "
+       "resnet50-trunc) or a TorchScript file")
       ("preset", kResult, po::value<std::string>()->default_value(""),
-       "preset file (default: next to a TorchScript model; built-ins carry their own)")
+       "preset file, or the name of one in configs/models (uni, conch, ..., or TRIDENT's uni_v1, "
+       "conch_v1, ...) (default: next to a TorchScript model; built-ins carry their own)")
+      ("force-preset-mismatch", kRunControl, po::bool_switch(),
+       "embed even when the patches' size or mpp departs from the preset's recommendation beyond "
+       "its tolerance (otherwise refused, exit 2)")
       ("seed", kResult, po::value<uint64_t>()->default_value(0), "weight seed of built-in models")
       ("device", kResult, po::value<std::string>()->default_value("cpu"),
        "cpu, cuda (GPU local_rank mod count) or auto")
       ("precision", kResult, po::value<std::string>()->default_value("fp32"), "fp32, bf16 or fp16")
+      ("precision-mode", kResult, po::value<std::string>()->default_value("autocast"),
+       "how bf16/fp16 is applied: autocast (weights fp32, matrix products in bf16/fp16, the rest "
+       "fp32, as torch.autocast) or cast (the whole module cast)")
       ("torch-threads", kResult, po::value<int>()->default_value(0),
        "libtorch intra-op threads (0: all cores)")
       ("batch-size", kResult, po::value<int>()->default_value(32), "patches per forward pass")
@@ -79,6 +86,7 @@ ModelSpec model_spec(const Config& config, int device_index) {
   spec.device = config.device;
   spec.device_index = device_index;
   spec.precision = config.precision;
+  spec.precision_mode = config.precision_mode;
   spec.torch_threads = config.torch_threads;
   spec.deterministic = config.deterministic;
   return spec;
@@ -110,6 +118,8 @@ std::map<std::string, std::string> option_values(const Config& c) {
       {"seed", ini_value(c.seed)},
       {"device", c.device},
       {"precision", c.precision},
+      {"precision-mode", c.precision_mode},
+      {"force-preset-mismatch", ini_value(c.force_preset_mismatch)},
       {"torch-threads", ini_value(c.torch_threads)},
       {"batch-size", ini_value(c.batch_size)},
       {"prefetch", ini_value(c.prefetch)},
@@ -137,6 +147,8 @@ Config config_from(const po::variables_map& v) {
   c.seed = v["seed"].as<uint64_t>();
   c.device = v["device"].as<std::string>();
   c.precision = v["precision"].as<std::string>();
+  c.precision_mode = v["precision-mode"].as<std::string>();
+  c.force_preset_mismatch = v["force-preset-mismatch"].as<bool>();
   c.torch_threads = v["torch-threads"].as<int>();
   c.batch_size = v["batch-size"].as<int>();
   c.prefetch = v["prefetch"].as<int>();
@@ -157,6 +169,8 @@ Config config_from(const po::variables_map& v) {
           "expected cpu, cuda or auto");
   require(c.precision == "fp32" || c.precision == "bf16" || c.precision == "fp16", "precision",
           "expected fp32, bf16 or fp16");
+  require(c.precision_mode == "autocast" || c.precision_mode == "cast", "precision-mode",
+          "expected autocast or cast");
   require(c.torch_threads >= 0 && c.torch_threads <= 1024, "torch-threads", "must be 0..1024");
   require(c.batch_size >= 1 && c.batch_size <= 65536, "batch-size", "must be 1..65536");
   require(c.prefetch >= 1 && c.prefetch <= 64, "prefetch", "must be 1..64");

@@ -20,6 +20,9 @@ struct Config {
   uint64_t seed = 0;
   std::string device = "cpu";
   std::string precision = "fp32";
+  std::string precision_mode = "autocast";  // autocast | cast (ModelSpec::precision_mode)
+  // Embed although the patches' size or mpp departs from the preset beyond its tolerance.
+  bool force_preset_mismatch = false;
   int torch_threads = 0;
   int batch_size = 32;
   int prefetch = 2;               // batches read and prepared ahead of inference

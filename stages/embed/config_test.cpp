@@ -30,6 +30,7 @@ TEST(EmbedConfig, DefaultTagIsModelName) {
 TEST(EmbedConfig, BadValuesNameTheOption) {
   for (auto [args, option] : std::vector<std::pair<std::vector<std::string>, std::string>>{
            {{"--precision", "fp8"}, "precision"},
+           {{"--precision-mode", "half"}, "precision-mode"},
            {{"--device", "tpu"}, "device"},
            {{"--batch-size", "0"}, "batch-size"},
            {{"--source", "s3"}, "source"},
@@ -43,6 +44,28 @@ TEST(EmbedConfig, BadValuesNameTheOption) {
     } catch (const InvalidInput& e) {
       EXPECT_NE(std::string(e.what()).find(option), std::string::npos) << e.what();
     }
+  }
+}
+
+TEST(EmbedConfig, PrecisionModeIsResultAndForceIsRunControl) {
+  const auto a = parse({"--model", "vit-tiny", "--precision", "bf16"});
+  EXPECT_EQ(a.precision_mode, "autocast");
+  EXPECT_FALSE(a.force_preset_mismatch);
+  const auto cast = parse({"--model", "vit-tiny", "--precision", "bf16", "--precision-mode", "cast"});
+  EXPECT_EQ(cast.precision_mode, "cast");
+  EXPECT_EQ(model_spec(cast, 0).precision_mode, "cast");
+  EXPECT_NE(a.fingerprint_ini, cast.fingerprint_ini);
+  const auto forced = parse({"--model", "vit-tiny", "--precision", "bf16", "--force-preset-mismatch"});
+  EXPECT_TRUE(forced.force_preset_mismatch);
+  EXPECT_EQ(a.fingerprint_ini, forced.fingerprint_ini);
+  EXPECT_NE(forced.config_ini.find("force-preset-mismatch = true"), std::string::npos)
+      << forced.config_ini;
+}
+
+// Our preset names and TRIDENT's encoder names map onto each other.
+TEST(EmbedConfig, PresetAliasesInvertTridentNames) {
+  for (const auto& [alias, stem] : preset_aliases()) {
+    EXPECT_EQ(trident_encoder_alias(stem), alias) << stem;
   }
 }
 

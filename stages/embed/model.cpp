@@ -5,6 +5,7 @@
 #include <thread>
 
 #include <ATen/Parallel.h>
+#include <ATen/autocast_mode.h>
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 #include <torch/cuda.h>
@@ -75,6 +76,49 @@ c10::ScalarType parse_precision(const std::string& precision) {
   fail<InvalidInput>("unknown precision '{}' (expected fp32, bf16 or fp16)", precision);
 }
 
+void check_precision_mode(const std::string& mode) {
+  if (mode != "autocast" && mode != "cast") {
+    fail<InvalidInput>("unknown precision mode '{}' (expected autocast or cast)", mode);
+  }
+}
+
+// Enables libtorch's autocast for `device` at `dtype` on this thread for the guard's lifetime,
+// as Python's torch.autocast does (nesting counted, cast cache cleared at the outermost exit).
+class AutocastGuard {
+ public:
+  AutocastGuard(c10::Device device, c10::ScalarType dtype) : cuda_(device.is_cuda()) {
+    if (cuda_) {
+      was_enabled_ = at::autocast::is_enabled();
+      was_dtype_ = at::autocast::get_autocast_gpu_dtype();
+      at::autocast::set_enabled(true);
+      at::autocast::set_autocast_gpu_dtype(dtype);
+    } else {
+      was_enabled_ = at::autocast::is_cpu_enabled();
+      was_dtype_ = at::autocast::get_autocast_cpu_dtype();
+      at::autocast::set_cpu_enabled(true);
+      at::autocast::set_autocast_cpu_dtype(dtype);
+    }
+    at::autocast::increment_nesting();
+  }
+  ~AutocastGuard() {
+    if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+    if (cuda_) {
+      at::autocast::set_enabled(was_enabled_);
+      at::autocast::set_autocast_gpu_dtype(was_dtype_);
+    } else {
+      at::autocast::set_cpu_enabled(was_enabled_);
+      at::autocast::set_autocast_cpu_dtype(was_dtype_);
+    }
+  }
+  AutocastGuard(const AutocastGuard&) = delete;
+  AutocastGuard& operator=(const AutocastGuard&) = delete;
+
+ private:
+  bool cuda_;
+  bool was_enabled_ = false;
+  c10::ScalarType was_dtype_ = at::kFloat;
+};
+
 c10::Device resolve_device(const ModelSpec& spec) {
   if (spec.device == "cpu" || (spec.device == "auto" && !torch::cuda::is_available())) {
     return c10::Device(c10::kCPU);
@@ -135,7 +179,9 @@ struct Model::Impl {
   Preset preset;
   std::string label;  // built-in name or file path, for messages
   c10::Device device{c10::kCPU};
-  c10::ScalarType dtype = at::kFloat;
+  c10::ScalarType dtype = at::kFloat;        // the requested precision
+  c10::ScalarType input_dtype = at::kFloat;  // of the prepared input and the module's weights
+  bool autocast = false;                     // dtype applied through autocast
   at::Tensor mean, std;  // [1, 3, 1, 1] float on the host
   nlohmann::json fingerprint;
   bool deterministic = false;
@@ -143,7 +189,13 @@ struct Model::Impl {
   // Runs the network on a host batch and returns validated float embeddings [n, D] on the host.
   at::Tensor run(const at::Tensor& input) const {
     const int64_t n = input.size(0);
-    const at::Tensor raw = network->forward(input.to(device, /*non_blocking=*/true));
+    at::Tensor raw;
+    if (autocast) {
+      AutocastGuard guard(device, dtype);
+      raw = network->forward(input.to(device, /*non_blocking=*/true));
+    } else {
+      raw = network->forward(input.to(device, /*non_blocking=*/true));
+    }
     at::Tensor pooled;
     if (raw.dim() == 2) {
       pooled = raw;
@@ -194,17 +246,18 @@ namespace {
 
 // The preset of `spec` as load() uses it, validated against a built-in network's shape.
 Preset resolve_preset(const ModelSpec& spec) {
+  const std::string preset_path = resolve_preset_path(spec.preset_path);
   if (detail::is_builtin(spec.model)) {
-    Preset preset = spec.preset_path.empty() ? detail::builtin_preset(spec.model)
-                                             : load_preset(spec.preset_path);
+    Preset preset = preset_path.empty() ? detail::builtin_preset(spec.model)
+                                        : load_preset(preset_path);
     const Preset own = detail::builtin_preset(spec.model);
     if (preset.input_size != own.input_size) {
       fail<InvalidInput>("preset {}: input_size {} differs from the {} built-in input size {}",
-                         spec.preset_path, preset.input_size, spec.model, own.input_size);
+                         preset_path, preset.input_size, spec.model, own.input_size);
     }
     if (preset.pooling != Pooling::kCls && preset.prefix_tokens != own.prefix_tokens) {
       fail<InvalidInput>("preset {}: prefix_tokens {} differs from the {} built-in's {}",
-                         spec.preset_path, preset.prefix_tokens, spec.model, own.prefix_tokens);
+                         preset_path, preset.prefix_tokens, spec.model, own.prefix_tokens);
     }
     return preset;
   }
@@ -213,13 +266,27 @@ Preset resolve_preset(const ModelSpec& spec) {
     for (const auto& name : detail::builtin_names()) known += (known.empty() ? "" : ", ") + name;
     fail<InvalidInput>("model {}: no such file, and not a built-in model ({})", spec.model, known);
   }
-  return load_preset(spec.preset_path.empty() ? default_preset_path(spec.model) : spec.preset_path);
+  return load_preset(preset_path.empty() ? default_preset_path(spec.model) : preset_path);
+}
+
+// Refuses what cannot run: libtorch 1.13's CPU autocast supports only bf16.
+void check_precision(const ModelSpec& spec, c10::Device device) {
+  const c10::ScalarType dtype = parse_precision(spec.precision);
+  check_precision_mode(spec.precision_mode);
+  if (dtype == at::kHalf && spec.precision_mode == "autocast" && !device.is_cuda()) {
+    fail<InvalidInput>("model {}: precision fp16 needs CUDA (libtorch {} autocasts only to bf16 on "
+                       "the CPU): use bf16 or fp32",
+                       spec.model, TORCH_VERSION);
+  }
 }
 
 }  // namespace
 
+Preset Model::preset_of(const ModelSpec& spec) { return resolve_preset(spec); }
+
 nlohmann::json Model::describe(const ModelSpec& spec) {
-  parse_precision(spec.precision);
+  const c10::Device device = resolve_device(spec);
+  check_precision(spec, device);
   const Preset preset = resolve_preset(spec);
   nlohmann::json fingerprint;
   if (detail::is_builtin(spec.model)) {
@@ -230,8 +297,9 @@ nlohmann::json Model::describe(const ModelSpec& spec) {
   }
   fingerprint["preset"] = preset_to_json(preset);
   fingerprint["precision"] = spec.precision;
+  if (spec.precision != "fp32") fingerprint["precision_mode"] = spec.precision_mode;
   fingerprint["output_dim"] = preset.output_dim;
-  fingerprint["device"] = resolve_device(spec).is_cuda() ? "cuda" : "cpu";
+  fingerprint["device"] = device.is_cuda() ? "cuda" : "cpu";
   fingerprint["libtorch"] = TORCH_VERSION;
   fingerprint["deterministic"] = spec.deterministic;
   return fingerprint;
@@ -244,6 +312,9 @@ Model Model::load(const ModelSpec& spec, const nlohmann::json& fingerprint) {
   impl->label = spec.model;
   impl->dtype = parse_precision(spec.precision);
   impl->device = resolve_device(spec);
+  check_precision(spec, impl->device);
+  impl->autocast = impl->dtype != at::kFloat && spec.precision_mode == "autocast";
+  impl->input_dtype = impl->autocast ? at::kFloat : impl->dtype;
   configure_threads(spec.torch_threads);
   if (impl->dtype == at::kBFloat16 && !impl->device.is_cuda() && !cpu_has_fast_bf16()) {
     spdlog::warn("model {}: bf16 on a CPU without AVX-512 runs libtorch's slow fallback kernels "
@@ -274,10 +345,10 @@ Model Model::load(const ModelSpec& spec, const nlohmann::json& fingerprint) {
   impl->std = torch::tensor(std::vector<float>(p.std.begin(), p.std.end())).view({1, 3, 1, 1});
 
   Model model(std::move(impl));
-  const std::string where =
-      fmt::format("on {} at precision {}", model.impl_->device.str(), spec.precision);
+  const std::string where = fmt::format("on {} at precision {} ({})", model.impl_->device.str(),
+                                        spec.precision, spec.precision_mode);
   try {
-    model.impl_->network->to(model.impl_->device, model.impl_->dtype);
+    model.impl_->network->to(model.impl_->device, model.impl_->input_dtype);
     const std::vector<uint8_t> probe(static_cast<size_t>(p.input_size) * p.input_size * 3, 128);
     c10::InferenceMode guard;
     model.impl_->run(model.prepare(probe.data(), 1, p.input_size).impl_->input);
@@ -308,7 +379,8 @@ PreparedBatch Model::prepare(const uint8_t* rgb, int n, int patch_size) const {
   const int64_t size = impl_->preset.input_size;
   PreparedBatch batch;
   if (n == 0) {
-    batch.impl_->input = at::empty({0, 3, size, size}, at::TensorOptions().dtype(impl_->dtype));
+    batch.impl_->input =
+        at::empty({0, 3, size, size}, at::TensorOptions().dtype(impl_->input_dtype));
     return batch;
   }
   // from_blob does not write through the pointer; the first conversion copies.
@@ -322,7 +394,7 @@ PreparedBatch Model::prepare(const uint8_t* rgb, int n, int patch_size) const {
     x = at::upsample_bilinear2d(x, {size, size}, /*align_corners=*/false);
   }
   x.sub_(impl_->mean).div_(impl_->std);
-  if (impl_->dtype != at::kFloat) x = x.to(impl_->dtype);
+  if (impl_->input_dtype != at::kFloat) x = x.to(impl_->input_dtype);
   if (impl_->device.is_cuda()) x = x.pin_memory();
   batch.impl_->input = std::move(x);
   return batch;
@@ -333,7 +405,7 @@ void Model::forward(const PreparedBatch& batch, float* out) const {
   const at::Tensor& input = batch.impl_->input;
   const int64_t size = impl_->preset.input_size;
   if (!input.defined() || input.dim() != 4 || input.size(1) != 3 || input.size(2) != size ||
-      input.size(3) != size || input.scalar_type() != impl_->dtype) {
+      input.size(3) != size || input.scalar_type() != impl_->input_dtype) {
     fail<InvalidInput>("model {}: the batch was not prepared by this model", impl_->label);
   }
   const int64_t n = input.size(0);

@@ -25,16 +25,26 @@ struct ModelSpec {
   // Optional preset file. Default for TorchScript: the model path with its extension replaced by
   // .ini, else .json (the files export_torchscript.py writes). Default for built-ins: their own
   // preset; a preset given here overrides it (e.g. vit-l16 with configs/models/uni.ini), provided
-  // its output_dim matches what the network produces.
+  // its output_dim matches what the network produces. A bare name (uni, conch, or TRIDENT's
+  // uni_v1, conch_v1, ...) names a preset of configs/models (see resolve_preset_path()).
   std::string preset_path;
   uint64_t seed = 0;           // weight initialisation of built-ins; ignored for TorchScript
   std::string device = "cpu";  // "cpu", "cuda", or "auto" (cuda when available)
   // CUDA device ordinal; taken modulo cuda_device_count(), so a rank may pass its node-local rank.
   int device_index = 0;
-  // "fp32", "bf16" or "fp16": module and input are cast to it. fp16 needs CUDA (libtorch 1.13 has
-  // no CPU fp16 matrix kernels). bf16 on CPU is fast only with AVX-512 (oneDNN); without it libtorch
-  // falls back to scalar kernels, 10-30x slower than fp32 on an AVX2 machine (load() warns).
+  // "fp32", "bf16" or "fp16", applied as precision_mode says. fp16 needs CUDA (libtorch 1.13 has
+  // no CPU fp16 matrix kernels, and its CPU autocast knows only bf16). bf16 on CPU is fast only
+  // with AVX-512 (oneDNN); without it libtorch falls back to scalar kernels, 10-30x slower than
+  // fp32 on an AVX2 machine (load() warns).
   std::string precision = "fp32";
+  // How a reduced precision is applied (ignored for fp32):
+  //   "autocast": weights and input stay fp32 and libtorch's autocast runs the ops of its
+  //     lower-precision list (linear, matmul, convolution) in bf16/fp16 while the rest (the
+  //     residual stream, LayerNorm, and whatever autocast keeps in fp32) stays fp32: what the
+  //     peers (timm/TRIDENT under torch.autocast) compute.
+  //   "cast": module and input are cast to the precision as a whole (the earlier behaviour; risks
+  //     fp16 overflow in the residual stream of giant ViTs).
+  std::string precision_mode = "autocast";
   // Intra-op threads of libtorch (a process-wide setting); 0 = std::thread::hardware_concurrency().
   int torch_threads = 0;
   // Run each image of a batch through the network on its own, so that an embedding does not
@@ -45,7 +55,8 @@ struct ModelSpec {
 
 class Model;
 
-// A preprocessed batch: normalised input [n, 3, I, I] in the model's precision, in pinned host
+// A preprocessed batch: normalised input [n, 3, I, I] in the model's input precision (fp32 under
+// autocast, else the precision), in pinned host
 // memory when the model runs on CUDA. Move-only; made by Model::prepare.
 class PreparedBatch {
  public:
@@ -81,6 +92,9 @@ class Model {
   // checks the preset, hashes a TorchScript file (SHA-256), resolves the device. Throws
   // InvalidInput as load() does for a missing model or a bad preset.
   static nlohmann::json describe(const ModelSpec& spec);
+  // The preset load(spec) would use (resolved and checked against a built-in's shape), without
+  // building the network. Throws InvalidInput as describe() does.
+  static Preset preset_of(const ModelSpec& spec);
 
   Model(Model&&) noexcept;
   Model& operator=(Model&&) noexcept;
@@ -94,13 +108,13 @@ class Model {
 
   // Identifies what produced the embeddings: kind (builtin|torchscript), model (built-in name or
   // file path), seed (built-ins) or sha256 (file contents), the preset fields, precision,
-  // output_dim, device type and the libtorch version.
+  // precision_mode (only for bf16/fp16), output_dim, device type and the libtorch version.
   const nlohmann::json& fingerprint() const;
 
   // Preprocesses n patches of side patch_size (uint8 RGB, interleaved, [n, S, S, 3]) exactly as
   // preprocess_reference() defines: scaled to [0, 1], resized bilinearly (align_corners=false,
   // no antialiasing) when S != input_size(), normalised with the preset's mean and std, cast to
-  // the model precision. `rgb` must hold n * S * S * 3 bytes; it is copied and may be reused on
+  // the model's input precision. `rgb` must hold n * S * S * 3 bytes; it is copied and may be reused on
   // return. n == 0 is allowed (rgb may then be null); n < 0 or S < 1 throw InvalidInput.
   // Thread-safe: may run on one thread while forward() runs on another.
   PreparedBatch prepare(const uint8_t* rgb, int n, int patch_size) const;
@@ -131,7 +145,7 @@ bool cuda_available();
 int cuda_device_count();
 
 // Names accepted as ModelSpec::model without a file: vit-tiny, vit-s16, vit-b16, vit-l16,
-// vit-h14, vit-g14, resnet50-trunc.
+// vit-h14, vit-g14, vit-g16, resnet50-trunc.
 std::vector<std::string> builtin_model_names();
 
 }  // namespace tessera::embed

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <thread>
 #include <unistd.h>
 
@@ -99,7 +100,7 @@ class ModelTest : public ::testing::Test {
 TEST(BuiltinModelsTest, NamesAreListed) {
   EXPECT_THAT(builtin_model_names(),
               ::testing::UnorderedElementsAre("vit-tiny", "vit-s16", "vit-b16", "vit-l16",
-                                              "vit-h14", "vit-g14", "resnet50-trunc"));
+                                              "vit-h14", "vit-g14", "vit-g16", "resnet50-trunc"));
 }
 
 TEST(BuiltinModelsTest, VitTinyEmbedsWithItsPreset) {
@@ -207,20 +208,50 @@ TEST(BuiltinModelsTest, LargerArchitecturesHaveTheirShapes) {
   }
 }
 
-TEST(BuiltinModelsTest, Bf16IsCloseToFp32) {
+TEST(BuiltinModelsTest, Bf16IsCloseToFp32InBothModes) {
   const auto rgb = test_images(3, 224);
-  const auto fp32 = Model::load(spec_of("vit-tiny", "fp32")).embed(rgb.data(), 3, 224);
-  const Model bf16_model = Model::load(spec_of("vit-tiny", "bf16"));
-  EXPECT_EQ(bf16_model.fingerprint()["precision"], "bf16");
-  const auto bf16 = bf16_model.embed(rgb.data(), 3, 224);
-  ASSERT_EQ(bf16.size(), fp32.size());
-  EXPECT_NE(bf16, fp32);  // really computed in bf16
-  for (int i = 0; i < 3; ++i)
-    EXPECT_GT(cosine(fp32.data() + i * 64, bf16.data() + i * 64, 64), 0.99) << i;
+  const Model fp32_model = Model::load(spec_of("vit-tiny", "fp32"));
+  EXPECT_FALSE(fp32_model.fingerprint().contains("precision_mode"));
+  const auto fp32 = fp32_model.embed(rgb.data(), 3, 224);
+  std::map<std::string, std::vector<float>> outs;
+  for (const std::string mode : {"autocast", "cast"}) {
+    ModelSpec spec = spec_of("vit-tiny", "bf16");
+    spec.precision_mode = mode;
+    const Model bf16_model = Model::load(spec);
+    EXPECT_EQ(bf16_model.fingerprint()["precision"], "bf16");
+    EXPECT_EQ(bf16_model.fingerprint()["precision_mode"], mode);
+    const auto bf16 = bf16_model.embed(rgb.data(), 3, 224);
+    ASSERT_EQ(bf16.size(), fp32.size());
+    EXPECT_NE(bf16, fp32) << mode;  // really computed in bf16
+    for (int i = 0; i < 3; ++i)
+      EXPECT_GT(cosine(fp32.data() + i * 64, bf16.data() + i * 64, 64), 0.99) << mode << i;
+    outs[mode] = bf16;
+  }
+  EXPECT_NE(outs["autocast"], outs["cast"]);  // the residual stream stays fp32 under autocast
+  ModelSpec bad = spec_of("vit-tiny", "bf16");
+  bad.precision_mode = "half";
+  EXPECT_THAT(load_error(bad), HasSubstr("half"));
 }
 
-TEST(BuiltinModelsTest, Fp16OnCpuIsAClearError) {
+TEST(BuiltinModelsTest, Fp16OnCpuIsAClearErrorInBothModes) {
   EXPECT_THAT(load_error(spec_of("vit-tiny", "fp16")), AllOf(HasSubstr("fp16"), HasSubstr("bf16")));
+  ModelSpec spec = spec_of("vit-tiny", "fp16");
+  EXPECT_THROW(Model::describe(spec), InvalidInput);
+  spec.precision_mode = "cast";
+  EXPECT_THAT(load_error(spec), AllOf(HasSubstr("fp16"), HasSubstr("bf16")));
+}
+
+TEST(BuiltinModelsTest, PresetNamesAndTridentAliasesResolve) {
+  ModelSpec spec = spec_of("vit-l16");
+  spec.preset_path = "uni_v1";
+  EXPECT_EQ(Model::preset_of(spec).name, "uni");
+  EXPECT_EQ(Model::describe(spec)["preset"]["name"], "uni");
+  EXPECT_EQ(Model::describe(spec)["preset"]["patch_size"], 224);
+  spec.model = "vit-g16";
+  spec.preset_path = "gigapath";
+  EXPECT_EQ(Model::preset_of(spec).output_dim, 1536);
+  spec.preset_path = "nonesuch";
+  EXPECT_THROW(Model::describe(spec), InvalidInput);
 }
 
 TEST(BuiltinModelsTest, BadSpecsAreInvalidInput) {
@@ -324,12 +355,16 @@ TEST_F(ModelTest, TorchScriptTupleOutputWithJsonPreset) {
 }
 
 TEST_F(ModelTest, TorchScriptBf16RunsAndStaysClose) {
-  const Model model = Model::load(spec_of(kModels + "/tokens.pt", "bf16"));
-  const auto rgb = test_images(3, 32);
-  const auto out = model.embed(rgb.data(), 3, 32);
-  const auto expected = expected_embeddings()["tokens"]["32"].get<std::vector<float>>();
-  for (int i = 0; i < 3; ++i)
-    EXPECT_GT(cosine(out.data() + i * 32, expected.data() + i * 32, 32), 0.99);
+  for (const std::string mode : {"autocast", "cast"}) {
+    ModelSpec spec = spec_of(kModels + "/tokens.pt", "bf16");
+    spec.precision_mode = mode;
+    const Model model = Model::load(spec);
+    const auto rgb = test_images(3, 32);
+    const auto out = model.embed(rgb.data(), 3, 32);
+    const auto expected = expected_embeddings()["tokens"]["32"].get<std::vector<float>>();
+    for (int i = 0; i < 3; ++i)
+      EXPECT_GT(cosine(out.data() + i * 32, expected.data() + i * 32, 32), 0.99) << mode;
+  }
 }
 
 // identity.pt returns its input, so embed() exposes what prepare() produced.

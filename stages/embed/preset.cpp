@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -9,6 +12,8 @@
 #include <vector>
 
 #include <boost/program_options.hpp>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "common/core/error.h"
 
@@ -17,8 +22,9 @@ namespace {
 
 namespace po = boost::program_options;
 
-const char* const kKeys[] = {"name", "version",    "hf_hub_id", "input_size",   "mean",
-                             "std",  "output_dim", "pooling",   "prefix_tokens"};
+const char* const kKeys[] = {"name",          "version",    "hf_hub_id", "input_size",
+                             "mean",          "std",        "output_dim", "pooling",
+                             "prefix_tokens", "patch_size", "mpp",        "precision"};
 const char* const kRequired[] = {"name", "input_size", "mean", "std", "output_dim", "pooling"};
 
 using KeyValues = std::map<std::string, std::string>;
@@ -114,6 +120,23 @@ std::array<float, 3> parse_triple(const std::string& path, const std::string& ke
   return {numbers[0], numbers[1], numbers[2]};
 }
 
+double parse_positive_double(const std::string& path, const std::string& key,
+                             const std::string& text) {
+  double value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || !(value > 0) ||
+      !std::isfinite(value)) {
+    fail<InvalidInput>("preset {}: key '{}' must be a positive number, got '{}'", path, key, text);
+  }
+  return value;
+}
+
+// The source tree's configs/models, from this file's path (stages/embed/preset.cpp).
+std::filesystem::path source_models_dir() {
+  return std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "configs" /
+         "models";
+}
+
 }  // namespace
 
 std::string pooling_name(Pooling pooling) {
@@ -163,11 +186,22 @@ Preset load_preset(const std::string& path) {
   if (const auto prefix = optional("prefix_tokens")) {
     preset.prefix_tokens = parse_positive_int(path, "prefix_tokens", *prefix, 1);
   }
+  if (const auto size = optional("patch_size")) {
+    preset.patch_size = parse_positive_int(path, "patch_size", *size, 1);
+  }
+  if (const auto mpp = optional("mpp")) preset.mpp = parse_positive_double(path, "mpp", *mpp);
+  if (const auto precision = optional("precision")) {
+    if (*precision != "fp32" && *precision != "bf16" && *precision != "fp16") {
+      fail<InvalidInput>("preset {}: key 'precision' must be fp32, bf16 or fp16, got '{}'", path,
+                         *precision);
+    }
+    preset.precision = *precision;
+  }
   return preset;
 }
 
 nlohmann::json preset_to_json(const Preset& preset) {
-  return {{"name", preset.name},
+  nlohmann::json json = {{"name", preset.name},
           {"version", preset.version},
           {"hf_hub_id", preset.hf_hub_id},
           {"input_size", preset.input_size},
@@ -176,6 +210,105 @@ nlohmann::json preset_to_json(const Preset& preset) {
           {"output_dim", preset.output_dim},
           {"pooling", pooling_name(preset.pooling)},
           {"prefix_tokens", preset.prefix_tokens}};
+  if (preset.patch_size > 0) json["patch_size"] = preset.patch_size;
+  if (preset.mpp > 0) json["mpp"] = preset.mpp;
+  if (!preset.precision.empty()) json["precision"] = preset.precision;
+  return json;
+}
+
+const std::vector<std::pair<std::string, std::string>>& preset_aliases() {
+  static const std::vector<std::pair<std::string, std::string>> aliases = {
+      {"uni_v1", "uni"},           {"uni_v2", "uni2-h"},         {"conch_v1", "conch"},
+      {"gigapath", "prov-gigapath"}, {"virchow2", "virchow2"},   {"hoptimus0", "h-optimus-0"},
+      {"hoptimus1", "h-optimus-1"}, {"phikon_v2", "phikon-v2"}};
+  return aliases;
+}
+
+std::string resolve_preset_path(const std::string& text) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (text.empty() || fs::is_regular_file(text, ec)) return text;
+  if (text.find('/') != std::string::npos || ends_with(text, ".ini") || ends_with(text, ".json")) {
+    fail<InvalidInput>("preset {}: no such file", text);
+  }
+  std::string stem = text;
+  for (const auto& [alias, target] : preset_aliases()) {
+    if (text == alias) stem = target;
+  }
+  std::vector<fs::path> dirs;
+  if (const char* env = std::getenv("TESSERA_PRESET_DIR"); env != nullptr && *env != '\0') {
+    dirs.emplace_back(env);
+  }
+  dirs.push_back(source_models_dir());
+  std::string searched;
+  for (const auto& dir : dirs) {
+    const fs::path candidate = dir / (stem + ".ini");
+    if (fs::is_regular_file(candidate, ec)) return candidate.string();
+    searched += (searched.empty() ? "" : ", ") + dir.string();
+  }
+  std::string known;
+  for (const auto& [alias, target] : preset_aliases()) {
+    known += fmt::format("{}{} ({})", known.empty() ? "" : ", ", target, alias);
+  }
+  fail<InvalidInput>(
+      "preset '{}': not a file, and no {}.ini in {} (set TESSERA_PRESET_DIR; presets: {})", text,
+      stem, searched, known);
+}
+
+PresetCheck check_against_preset(const Preset& preset, int patch_size, double mpp,
+                                 const std::string& precision) {
+  PresetCheck check;
+  const std::string what = fmt::format("preset {}", preset.name);
+  std::vector<std::string> beyond;
+  if (preset.patch_size > 0 && patch_size != preset.patch_size) {
+    const double off = std::abs(static_cast<double>(patch_size) / preset.patch_size - 1.0);
+    check.warnings.push_back(fmt::format(
+        "{} recommends {} px patches, the patches are {} px ({:.0f}% off; the model input is {} "
+        "px)",
+        what, preset.patch_size, patch_size, 100.0 * off, preset.input_size));
+    if (off > kPatchSizeTolerance) {
+      beyond.push_back(fmt::format("patch size {} px instead of {} px", patch_size,
+                                   preset.patch_size));
+    }
+  }
+  if (preset.mpp > 0) {
+    if (!(mpp > 0)) {
+      check.warnings.push_back(fmt::format(
+          "{} recommends {} um/px, but the patch index records no mpp: not checked", what,
+          preset.mpp));
+    } else if (std::abs(mpp - preset.mpp) > 1e-9 * preset.mpp) {
+      const double off = std::abs(mpp / preset.mpp - 1.0);
+      check.warnings.push_back(fmt::format("{} recommends {} um/px, the patches are at {} um/px "
+                                           "({:.0f}% off)",
+                                           what, preset.mpp, mpp, 100.0 * off));
+      if (off > kMppTolerance) {
+        beyond.push_back(fmt::format("{} um/px instead of {} um/px", mpp, preset.mpp));
+      }
+    }
+  }
+  if (!preset.precision.empty() && precision != preset.precision) {
+    check.warnings.push_back(fmt::format("{} recommends precision {}, the run uses {}", what,
+                                         preset.precision, precision));
+  }
+  if (!beyond.empty()) {
+    std::string list;
+    for (const auto& b : beyond) list += (list.empty() ? "" : " and ") + b;
+    check.refusal = fmt::format(
+        "{}: the patches depart from what the model was trained on ({}; tolerance {:.0f}% in "
+        "patch size, {:.0f}% in mpp): its embeddings would be of another scale. Rerun patchgen "
+        "with the recommended size and mpp, or pass --force-preset-mismatch to embed anyway",
+        what, list, 100.0 * kPatchSizeTolerance, 100.0 * kMppTolerance);
+  }
+  return check;
+}
+
+void enforce_preset(const Preset& preset, int patch_size, double mpp, const std::string& precision,
+                    bool force) {
+  const PresetCheck check = check_against_preset(preset, patch_size, mpp, precision);
+  for (const auto& warning : check.warnings) spdlog::warn("{}", warning);
+  if (check.refusal.empty()) return;
+  if (!force) throw InvalidInput(check.refusal);
+  spdlog::warn("{} (--force-preset-mismatch given: embedding anyway)", check.refusal);
 }
 
 }  // namespace tessera::embed

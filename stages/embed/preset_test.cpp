@@ -4,6 +4,8 @@
 #include <fstream>
 #include <map>
 
+#include <stdlib.h>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -208,6 +210,116 @@ TEST(ShippedPresetsTest, AllParseWithDocumentedShapes) {
   const Preset virchow =
       load_preset(std::string(TESSERA_SOURCE_DIR) + "/configs/models/virchow2.ini");
   EXPECT_EQ(virchow.prefix_tokens, 5);
+}
+
+TEST_F(PresetTest, RecommendationsAreOptionalAndChecked) {
+  const Preset plain = load_preset(write("plain.ini", kValid));
+  EXPECT_EQ(plain.patch_size, 0);
+  EXPECT_EQ(plain.mpp, 0);
+  EXPECT_EQ(plain.precision, "");
+  const nlohmann::json plain_json = preset_to_json(plain);
+  EXPECT_FALSE(plain_json.contains("patch_size"));
+  EXPECT_FALSE(plain_json.contains("mpp"));
+  EXPECT_FALSE(plain_json.contains("precision"));
+
+  const Preset p = load_preset(
+      write("rec.ini", std::string(kValid) + "patch_size = 448\nmpp = 0.5\nprecision = bf16\n"));
+  EXPECT_EQ(p.patch_size, 448);
+  EXPECT_DOUBLE_EQ(p.mpp, 0.5);
+  EXPECT_EQ(p.precision, "bf16");
+  const nlohmann::json json = preset_to_json(p);
+  EXPECT_EQ(json["patch_size"], 448);
+  EXPECT_EQ(json["mpp"], 0.5);
+  EXPECT_EQ(json["precision"], "bf16");
+
+  EXPECT_THAT(error_of(std::string(kValid) + "patch_size = 0\n"), HasSubstr("patch_size"));
+  EXPECT_THAT(error_of(std::string(kValid) + "mpp = -0.5\n"), HasSubstr("mpp"));
+  EXPECT_THAT(error_of(std::string(kValid) + "mpp = x\n"), HasSubstr("mpp"));
+  EXPECT_THAT(error_of(std::string(kValid) + "precision = fp8\n"),
+              AllOf(HasSubstr("precision"), HasSubstr("fp8")));
+}
+
+TEST_F(PresetTest, NamesAndTridentAliasesResolveToConfigsModels) {
+  const std::string models = std::string(TESSERA_SOURCE_DIR) + "/configs/models/";
+  for (const auto& [alias, stem] : preset_aliases()) {
+    EXPECT_EQ(fs::path(resolve_preset_path(alias)), fs::path(models + stem + ".ini")) << alias;
+    EXPECT_EQ(fs::path(resolve_preset_path(stem)), fs::path(models + stem + ".ini")) << stem;
+    EXPECT_EQ(load_preset(resolve_preset_path(alias)).name, stem) << alias;
+  }
+  EXPECT_EQ(preset_aliases().size(), 8u);
+  EXPECT_EQ(resolve_preset_path(""), "");
+  const std::string file = write("own.ini", kValid);
+  EXPECT_EQ(resolve_preset_path(file), file);
+  for (const std::string bad : {"uni_v3", "no/such.ini", "missing.json"}) {
+    try {
+      resolve_preset_path(bad);
+      FAIL() << bad;
+    } catch (const InvalidInput& e) {
+      EXPECT_THAT(e.what(), HasSubstr(bad));
+    }
+  }
+  // $TESSERA_PRESET_DIR is searched first.
+  write("uni.ini", kValid);
+  ::setenv("TESSERA_PRESET_DIR", dir_.c_str(), 1);
+  EXPECT_EQ(fs::path(resolve_preset_path("uni_v1")), dir_ / "uni.ini");
+  ::unsetenv("TESSERA_PRESET_DIR");
+}
+
+TEST(PresetCheck, DeparturesWarnAndLargeOnesAreRefused) {
+  Preset conch;
+  conch.name = "conch";
+  conch.input_size = 448;
+  conch.patch_size = 448;
+  conch.mpp = 0.5;
+  conch.precision = "fp32";
+  const PresetCheck same = check_against_preset(conch, 448, 0.5, "fp32");
+  EXPECT_TRUE(same.warnings.empty());
+  EXPECT_TRUE(same.refusal.empty());
+
+  // A 224 px run would be upscaled 2x: refused, naming both sizes and the override.
+  const PresetCheck small = check_against_preset(conch, 224, 0.5, "fp32");
+  EXPECT_EQ(small.warnings.size(), 1u);
+  EXPECT_THAT(small.refusal, AllOf(HasSubstr("224 px"), HasSubstr("448 px"),
+                                   HasSubstr("--force-preset-mismatch")));
+  // Another magnification: refused.
+  EXPECT_THAT(check_against_preset(conch, 448, 0.25, "fp32").refusal, HasSubstr("0.25 um/px"));
+  // Within the tolerances: warned only.
+  Preset uni = conch;
+  uni.input_size = uni.patch_size = 224;
+  const PresetCheck tiles256 = check_against_preset(uni, 256, 0.52, "fp32");
+  EXPECT_EQ(tiles256.warnings.size(), 2u);
+  EXPECT_TRUE(tiles256.refusal.empty());
+  // Precision only warns.
+  const PresetCheck bf16 = check_against_preset(uni, 224, 0.5, "bf16");
+  ASSERT_EQ(bf16.warnings.size(), 1u);
+  EXPECT_THAT(bf16.warnings[0], AllOf(HasSubstr("fp32"), HasSubstr("bf16")));
+  EXPECT_TRUE(bf16.refusal.empty());
+  // Unknown mpp of the patches: warned, not refused.
+  EXPECT_TRUE(check_against_preset(uni, 224, 0, "fp32").refusal.empty());
+  EXPECT_EQ(check_against_preset(uni, 224, 0, "fp32").warnings.size(), 1u);
+  // No recommendations: nothing to say.
+  Preset none;
+  none.name = "builtin";
+  const PresetCheck free = check_against_preset(none, 17, 3.0, "bf16");
+  EXPECT_TRUE(free.warnings.empty());
+  EXPECT_TRUE(free.refusal.empty());
+
+  EXPECT_THROW(enforce_preset(conch, 224, 0.5, "fp32", /*force=*/false), InvalidInput);
+  EXPECT_NO_THROW(enforce_preset(conch, 224, 0.5, "fp32", /*force=*/true));
+  EXPECT_NO_THROW(enforce_preset(conch, 448, 0.5, "bf16", /*force=*/false));
+}
+
+TEST(PresetFiles, ConfigsModelsCarryRecommendations) {
+  for (const auto& entry :
+       fs::directory_iterator(std::string(TESSERA_SOURCE_DIR) + "/configs/models")) {
+    const Preset p = load_preset(entry.path().string());
+    EXPECT_GT(p.patch_size, 0) << p.name;
+    EXPECT_DOUBLE_EQ(p.mpp, 0.5) << p.name;
+    EXPECT_FALSE(p.precision.empty()) << p.name;
+  }
+  const Preset conch = load_preset(resolve_preset_path("conch_v1"));
+  EXPECT_EQ(conch.patch_size, 448);
+  EXPECT_EQ(conch.patch_size, conch.input_size);
 }
 
 }  // namespace
