@@ -19,9 +19,14 @@ constexpr OptionKind kDebug = OptionKind::kDebug;
 OptionTable option_table() {
   OptionTable t;
   t.group("Input and output")
-      ("manifest", kRunControl, po::value<std::string>()->required(),
-       "slide manifest CSV: slide_id,path[,patient_id][,mask_path][,metadata...] (its content, not "
-       "its path, is fingerprinted)")
+      ("manifest", kRunControl, po::value<std::string>()->default_value(""),
+       "slide manifest CSV: slide_id,path[,patient_id][,mask_path][,mpp][,metadata...] (its "
+       "content, not its path, is fingerprinted); or use --slides")
+      ("slides", kRunControl, po::value<std::string>()->default_value(""),
+       "instead of --manifest: every file of this directory ending in --ext is a slide, its id "
+       "the file name without the extension (RUN/patchgen/manifest.csv is written)")
+      ("ext", kRunControl, po::value<std::string>()->default_value(".svs"),
+       "with --slides: file name endings to take, comma-separated (case-insensitive)")
       ("out", kRunControl, po::value<std::string>()->required(),
        "run directory (patchgen writes RUN/patchgen)")
       ("fail-fast", kRunControl, po::bool_switch(), "stop at the first failed slide (exit code 3)")
@@ -33,6 +38,8 @@ OptionTable option_table() {
       ("stride", kResult, po::value<int>()->default_value(0), "grid step in target pixels (0: patch size)")
       ("mpp", kResult, value_with_default<double>(0.5),
        "target resolution in micrometres per pixel")
+      ("mag", kRunControl, value_with_default<double>(0.0),
+       "target magnification instead of --mpp: sets mpp to 10/mag (20 = 0.5 um/px); 0: use --mpp")
       ("mpp-tolerance", kResult, value_with_default<double>(0.1),
        "relative tolerance within which a pyramid level counts as the target resolution")
       ("default-mpp", kResult, value_with_default<double>(0.0),
@@ -66,7 +73,8 @@ OptionTable option_table() {
        "patches per HDF5 chunk and write")
       ("partition", kResult, po::value<std::string>()->default_value("cyclic"),
        "how patches are split over ranks: cyclic, block-cyclic:B or contiguous")
-      ("qc", kResult, value_with_default<bool>(true), "write a QC PNG per slide");
+      ("qc", kResult, value_with_default<bool>(true),
+       "write a QC PNG and GeoJSON per slide and a cohort overview PNG");
   po::options_description stage;
   add_stage_options(stage);
   t.add(stage, {{"part", kResult}, {"parts", kResult}, {"verify", kRunControl},
@@ -84,6 +92,25 @@ OptionTable option_table() {
 }
 
 void add_options(po::options_description& desc) { desc.add(option_table().description()); }
+
+std::vector<std::string> slide_extensions(const std::string& ext) {
+  std::vector<std::string> out;
+  size_t begin = 0;
+  while (begin <= ext.size()) {
+    size_t end = ext.find(',', begin);
+    if (end == std::string::npos) end = ext.size();
+    std::string item = ext.substr(begin, end - begin);
+    const size_t b = item.find_first_not_of(" \t");
+    const size_t e = item.find_last_not_of(" \t");
+    item = b == std::string::npos ? "" : item.substr(b, e - b + 1);
+    for (char& ch : item) {
+      if (ch >= 'A' && ch <= 'Z') ch = static_cast<char>(ch - 'A' + 'a');
+    }
+    if (!item.empty()) out.push_back(item);
+    begin = end + 1;
+  }
+  return out;
+}
 
 namespace {
 
@@ -104,6 +131,10 @@ std::string compression_text(int deflate_level) {
 std::map<std::string, std::string> option_values(const Config& c) {
   return {
       {"manifest", c.manifest},
+      {"slides", c.slides},
+      {"ext", c.ext},
+      // Normalised into mpp, so --mag 20 and --mpp 0.5 give the same config.ini and fingerprint.
+      {"mag", ini_value(0.0)},
       {"out", c.out},
       {"fail-fast", ini_value(c.fail_fast)},
       {"progress-interval", ini_value(c.progress_interval)},
@@ -146,6 +177,8 @@ Config config_from(const po::variables_map& v) {
   Config c;
   c.manifest = get<std::string>(v, "manifest");
   c.out = get<std::string>(v, "out");
+  c.slides = get<std::string>(v, "slides");
+  c.ext = get<std::string>(v, "ext");
   c.stage = stage_options_from(v, slurm_array_environment());
   c.fail_fast = get<bool>(v, "fail-fast");
   c.progress_interval = get<double>(v, "progress-interval");
@@ -181,6 +214,18 @@ Config config_from(const po::variables_map& v) {
   if (c.stride == 0) c.stride = c.patch_size;
   require(std::isfinite(c.progress_interval) && c.progress_interval >= 0, "progress-interval",
           "must be >= 0 seconds");
+  require(c.manifest.empty() != c.slides.empty(), "manifest",
+          "give exactly one of --manifest FILE.csv and --slides DIR");
+  require(c.slides.empty() || !slide_extensions(c.ext).empty(), "ext",
+          "needs at least one file name ending, e.g. .svs");
+  const double mag = get<double>(v, "mag");
+  require(std::isfinite(mag) && mag >= 0 && mag <= 1000, "mag", "must be in 0..1000 (0: use --mpp)");
+  if (mag > 0) {
+    require(v["mpp"].defaulted() || get<double>(v, "mpp") == 10.0 / mag, "mag",
+            "conflicts with --mpp; give one of them");
+    c.mpp = 10.0 / mag;
+    c.layout.mpp = c.mpp;
+  }
   require(std::isfinite(c.mpp) && c.mpp > 0, "mpp", "must be positive");
   require(c.mpp_tolerance >= 0 && c.mpp_tolerance < 1, "mpp-tolerance", "must be in [0, 1)");
   require(std::isfinite(c.default_mpp) && c.default_mpp >= 0, "default-mpp", "must be >= 0");

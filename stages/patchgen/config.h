@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "common/core/options_fwd.h"
 #include "common/stage/partition.h"
@@ -14,11 +15,13 @@
 namespace tessera::patchgen {
 
 struct Config {
-  std::string manifest;
+  std::string manifest;           // "" with slides
+  std::string slides;            // slide directory instead of a manifest ("" with manifest)
+  std::string ext = ".svs";      // with slides: comma-separated file name endings
   std::string out;               // run directory; patchgen writes RUN/patchgen/
   int patch_size = 224;
   int stride = 0;                // 0: patch_size
-  double mpp = 0.5;
+  double mpp = 0.5;              // --mag M is normalised into mpp = 10 / M
   double mpp_tolerance = 0.1;
   double default_mpp = 0;        // 0: none; slides without resolution fail
   double min_tissue = 0.25;
@@ -47,10 +50,16 @@ OptionTable option_table();
 void add_options(po::options_description& desc);
 
 // Builds a Config from parsed options. Throws InvalidInput naming the option for values out of
-// range (patch size, stride, mpp, tissue parameters, encoding, compression, progress interval).
+// range (patch size, stride, mpp, mag, tissue parameters, encoding, compression, progress
+// interval), for neither or both of --manifest and --slides, and for --mag with a different --mpp.
+// --mag M sets mpp = 10 / M and is rendered as 0 in config_ini and fingerprint_ini, so the two
+// spellings of one resolution give identical configurations.
 Config config_from(const po::variables_map& values);
 
+// The lowercased, trimmed, non-empty items of a comma-separated --ext value.
+std::vector<std::string> slide_extensions(const std::string& ext);
+
 // The usage line for --help.
-inline constexpr const char* kUsage = "mpirun -np R patchgen --manifest FILE.csv --out RUN [options]";
+inline constexpr const char* kUsage = "mpirun -np R patchgen (--manifest FILE.csv | --slides DIR [--ext .svs]) --out RUN [options]";
 
 }  // namespace tessera::patchgen

@@ -148,6 +148,48 @@ TEST(PatchgenConfig, ConfigIniRoundTrips) {
   EXPECT_EQ(b.manifest, "m.csv");
 }
 
+TEST(PatchgenConfig, MagIsNormalisedIntoMpp) {
+  const Config mpp = parse({"--mpp", "0.5"});
+  const Config mag = parse({"--mag", "20"});
+  EXPECT_DOUBLE_EQ(mag.mpp, 0.5);
+  EXPECT_DOUBLE_EQ(mag.layout.mpp, 0.5);
+  EXPECT_EQ(mag.config_ini, mpp.config_ini);
+  EXPECT_EQ(mag.fingerprint_ini, mpp.fingerprint_ini);
+  EXPECT_NE(mag.config_ini.find("mag = 0\n"), std::string::npos) << mag.config_ini;
+  const Config forty = parse({"--mag", "40"});
+  EXPECT_DOUBLE_EQ(forty.mpp, 0.25);
+  EXPECT_NE(forty.fingerprint_ini, mpp.fingerprint_ini);
+  EXPECT_EQ(parse({"--mag", "40", "--mpp", "0.25"}).fingerprint_ini, forty.fingerprint_ini);
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"--mag", "20", "--mpp", "0.25"}, {"--mag", "-1"}, {"--mag", "nan"}}) {
+    try {
+      parse(args);
+      FAIL() << args[1];
+    } catch (const InvalidInput& e) {
+      EXPECT_NE(std::string(e.what()).find("--mag"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(PatchgenConfig, SlidesDirectoryInsteadOfManifest) {
+  po::options_description desc;
+  add_options(desc);
+  add_common_options(desc);
+  const auto from = [&](const std::vector<std::string>& args) {
+    return config_from(parse_options(desc, args).values);
+  };
+  const Config c = from({"--slides", "/data/wsi", "--ext", ".SVS, .ndpi", "--out", "run"});
+  EXPECT_EQ(c.slides, "/data/wsi");
+  EXPECT_EQ(c.manifest, "");
+  EXPECT_EQ(slide_extensions(c.ext), (std::vector<std::string>{".svs", ".ndpi"}));
+  EXPECT_EQ(from({"--slides", "/data/wsi", "--out", "run"}).ext, ".svs");
+  // Run control: the listed files' manifest is fingerprinted, not the directory's name.
+  EXPECT_EQ(c.fingerprint_ini, from({"--slides", "/other", "--out", "run"}).fingerprint_ini);
+  EXPECT_THROW(from({"--out", "run"}), InvalidInput);
+  EXPECT_THROW(from({"--slides", "d", "--manifest", "m.csv", "--out", "run"}), InvalidInput);
+  EXPECT_THROW(from({"--slides", "d", "--ext", " , ", "--out", "run"}), InvalidInput);
+}
+
 TEST(PatchgenConfig, DebugOptionsOnlyInHelpAll) {
   const OptionTable table = option_table();
   std::ostringstream help, all;

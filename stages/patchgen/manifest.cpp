@@ -2,6 +2,10 @@
 
 #include <unistd.h>
 
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -130,6 +134,17 @@ std::string ascii_lower(std::string s) {
   return s;
 }
 
+// A positive, finite decimal number, the whole text; 0 otherwise.
+double parse_mpp(const std::string& text) {
+  errno = 0;
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  if (errno != 0 || end != text.c_str() + text.size() || !std::isfinite(value) || !(value > 0)) {
+    return 0;
+  }
+  return value;
+}
+
 [[noreturn]] void throw_problems(const std::string& manifest_path,
                                  const std::vector<std::string>& problems) {
   std::string message = fmt::format("manifest '{}' has {} problem{}:", printable(manifest_path),
@@ -170,7 +185,7 @@ Manifest parse_collecting(const std::string& text, const std::string& manifest_p
       problems.push_back(fmt::format("line {}: duplicate column '{}'", line, printable(name)));
     }
     if (name != "slide_id" && name != "path" && name != "patient_id" && name != "mask_path" &&
-        !name.empty()) {
+        name != "mpp" && !name.empty()) {
       // Metadata columns become HDF5 dataset names in the outputs.
       if (!is_safe_slide_id(name)) {
         problems.push_back(fmt::format(
@@ -211,6 +226,15 @@ Manifest parse_collecting(const std::string& text, const std::string& manifest_p
     const std::string mask_as_written = get("mask_path");
     entry.mask_path = resolve(base, mask_as_written);
     for (const auto& name : manifest.metadata_columns) entry.metadata.push_back(get(name));
+    const std::string mpp_text = get("mpp");
+    if (!mpp_text.empty()) {
+      entry.mpp = parse_mpp(mpp_text);
+      if (entry.mpp == 0) {
+        problems.push_back(fmt::format(
+            "line {}: mpp '{}' is not a positive number of micrometres per pixel (leave it empty "
+            "to use the slide's metadata)", row.line, printable(mpp_text)));
+      }
+    }
     if (entry.slide_id.empty()) {
       problems.push_back(fmt::format("line {}: empty slide_id", row.line));
     } else if (!is_safe_slide_id(entry.slide_id)) {
@@ -289,6 +313,51 @@ std::vector<std::string> check_manifest_files(const Manifest& manifest) {
   std::vector<std::string> problems;
   check_files_collecting(manifest, /*report_nul=*/true, problems);
   return problems;
+}
+
+namespace {
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos && trim(s) == s) return s;
+  std::string out = "\"";
+  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+}  // namespace
+
+std::string directory_manifest(const std::string& dir, const std::vector<std::string>& extensions) {
+  std::error_code ec;
+  const fs::path root = fs::absolute(fs::path(dir), ec).lexically_normal();
+  if (ec || !fs::is_directory(root, ec)) {
+    fail<InvalidInput>("--slides '{}' is not a directory", printable(dir));
+  }
+  std::vector<std::pair<std::string, std::string>> rows;  // file name, slide id
+  fs::directory_iterator it(root, ec);
+  if (ec) fail<InvalidInput>("cannot list --slides '{}': {}", printable(dir), ec.message());
+  for (const auto& entry : it) {
+    std::error_code file_ec;
+    if (!entry.is_regular_file(file_ec)) continue;
+    const std::string name = entry.path().filename().string();
+    const std::string lower = ascii_lower(name);
+    for (const auto& ext : extensions) {
+      if (lower.size() > ext.size() && lower.compare(lower.size() - ext.size(), ext.size(), ext) == 0) {
+        rows.emplace_back(name, name.substr(0, name.size() - ext.size()));
+        break;
+      }
+    }
+  }
+  if (rows.empty()) {
+    std::string list;
+    for (const auto& ext : extensions) list += (list.empty() ? "" : ", ") + ext;
+    fail<InvalidInput>("--slides '{}' holds no file ending in {}", printable(dir), list);
+  }
+  std::sort(rows.begin(), rows.end());
+  std::string text = "slide_id,path\n";
+  for (const auto& [name, id] : rows) {
+    text += csv_field(id) + "," + csv_field((root / name).string()) + "\n";
+  }
+  return text;
 }
 
 Manifest load_manifest(const std::string& path, bool check_files) {

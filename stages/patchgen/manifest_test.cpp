@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 
@@ -223,6 +225,42 @@ TEST(Manifest, NulBytesAreShownAndRefused) {
   auto problems = check_manifest_files(manifest);
   ASSERT_EQ(problems.size(), 1u);
   EXPECT_EQ(problems[0], "slide 'A': slide file '/tmp\\x00/x' contains a NUL byte");
+}
+
+TEST(Manifest, MppColumnOverridesAndIsNotMetadata) {
+  auto m = parse_manifest("slide_id,path,mpp,site\na,a.svs,0.2527,x\nb,b.svs,,y\nc,c.svs, 1e0 ,z\n",
+                          "/data/m.csv");
+  EXPECT_EQ(m.metadata_columns, std::vector<std::string>{"site"});
+  EXPECT_DOUBLE_EQ(m.slides[0].mpp, 0.2527);
+  EXPECT_EQ(m.slides[1].mpp, 0);  // empty: the slide's metadata
+  EXPECT_DOUBLE_EQ(m.slides[2].mpp, 1.0);
+  EXPECT_EQ(parse_manifest("slide_id,path\na,a.svs\n", "/data/m.csv").slides[0].mpp, 0);
+  const std::string msg =
+      message_of("slide_id,path,mpp\na,a.svs,0\nb,b.svs,-0.5\nc,c.svs,0.5um\nd,d.svs,inf\n");
+  EXPECT_NE(msg.find("4 problems"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("line 4: mpp '0.5um'"), std::string::npos) << msg;
+}
+
+TEST(Manifest, DirectoryManifestListsMatchingFilesSorted) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("tessera_slides_dir_" + std::to_string(::getpid()));
+  fs::create_directories(dir / "sub.svs");
+  for (const char* f : {"b.svs", "a.SVS", "c, d.svs", "notes.txt", ".svs", "e.ndpi"}) {
+    std::ofstream(dir / f) << "x";
+  }
+  const std::string text = directory_manifest(dir.string(), {".svs"});
+  const std::string d = dir.lexically_normal().string();
+  EXPECT_EQ(text, "slide_id,path\na," + d + "/a.SVS\nb," + d + "/b.svs\n\"c, d\",\"" + d +
+                      "/c, d.svs\"\n");
+  fs::remove(dir / "c, d.svs");  // its id is not a safe file name: parse_manifest refuses it
+  const Manifest m = parse_manifest(directory_manifest(dir.string(), {".svs", ".ndpi"}),
+                                    (dir / "manifest.csv").string());
+  ASSERT_EQ(m.slides.size(), 3u);
+  EXPECT_EQ(m.slides[2].slide_id, "e");
+  EXPECT_EQ(m.slides[2].path, d + "/e.ndpi");
+  EXPECT_THROW(directory_manifest(dir.string(), {".tiff"}), InvalidInput);
+  EXPECT_THROW(directory_manifest((dir / "missing").string(), {".svs"}), InvalidInput);
+  fs::remove_all(dir);
 }
 
 }  // namespace

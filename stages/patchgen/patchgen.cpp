@@ -11,6 +11,7 @@
 #include "stages/patchgen/consolidate.h"
 #include "stages/patchgen/extract.h"
 #include "stages/patchgen/plan.h"
+#include "stages/patchgen/qc.h"
 
 namespace tessera::patchgen {
 
@@ -121,6 +122,13 @@ class PatchgenWork final : public StageWork {
   nlohmann::json finish(Comm& comm, const std::vector<nlohmann::json>& markers) override {
     if (comm.rank() != 0) return {};
     nlohmann::json summary = consolidate(manifest_, part_, config_, dir_, fingerprint_, markers);
+    if (config_.qc) {
+      std::vector<std::string> ids;
+      ids.reserve(part_.slides.size());
+      for (int index : part_.slides) ids.push_back(manifest_.slides[index].slide_id);
+      const std::string qc_dir = (fs::path(dir_) / "qc").string();
+      write_qc_overview((fs::path(qc_dir) / "_overview.png").string(), qc_dir, ids);
+    }
     spdlog::info("patchgen complete: {} patches, {} slides ok, {} failed; index '{}/index.h5', "
                  "QC images in '{}/qc'",
                  summary["patches"].get<int64_t>(), summary["slides_ok"].get<int>(),
@@ -136,9 +144,38 @@ class PatchgenWork final : public StageWork {
   PartPlan part_;
 };
 
+// With --slides, rank 0 lists the directory and writes RUN/patchgen/manifest.csv (only when its
+// content changes, so parts running at once agree); every rank then reads that manifest. Returns
+// false, after logging, when the directory gives no valid list.
+bool make_directory_manifest(Config& config, Comm& comm) {
+  const std::string path = (fs::path(config.out) / "patchgen" / "manifest.csv").string();
+  std::string error;
+  if (comm.rank() == 0) {
+    try {
+      const std::string text = directory_manifest(config.slides, slide_extensions(config.ext));
+      const auto old_size = file_size(path);
+      if (!old_size || *old_size != text.size() || read_file(path) != text) {
+        atomic_write_file(path, text);
+      }
+      spdlog::info("--slides '{}': manifest written to '{}'", config.slides, path);
+    } catch (const InvalidInput& e) {
+      error = e.what();
+    }
+  }
+  error = comm.broadcast(error, 0);
+  if (!error.empty()) {
+    if (comm.rank() == 0) spdlog::error("{}", error);
+    return false;
+  }
+  config.manifest = path;
+  return true;
+}
+
 }  // namespace
 
-int run(const Config& config, Comm& comm) {
+int run(const Config& given, Comm& comm) {
+  Config config = given;
+  if (!config.slides.empty() && !make_directory_manifest(config, comm)) return kExitBadInput;
   auto manifest = load_manifest_collectively(config, comm);
   if (!manifest) return kExitBadInput;
   const std::string root = (fs::path(config.out) / "patchgen").string();

@@ -63,7 +63,12 @@ SlidePlan plan_slide(const SlideEntry& entry, const Config& config, const std::s
   plan.width = slide->width();
   plan.height = slide->height();
   plan.vendor = slide->vendor();
-  auto mpp = slide_mpp(*slide, config.default_mpp);
+  std::optional<SlideMpp> mpp;
+  if (entry.mpp > 0) {
+    mpp = SlideMpp{entry.mpp, entry.mpp, "manifest"};
+  } else {
+    mpp = slide_mpp(*slide, config.default_mpp);
+  }
   if (!mpp) {
     return failed(plan, fmt::format("slide '{}' has no resolution (no openslide.mpp-x/y, no TIFF "
                                     "resolution tags); set --default-mpp to use it anyway",
@@ -112,8 +117,25 @@ SlidePlan plan_slide(const SlideEntry& entry, const Config& config, const std::s
     rects.reserve(plan.patches.size());
     const auto side = static_cast<int64_t>(std::llround(plan.level.footprint));
     for (const auto& p : plan.patches) rects.push_back({p.x, p.y, side, side});
-    write_qc_png((std::filesystem::path(qc_dir) / (entry.slide_id + ".png")).string(), thumbnail,
-                 thumb_dx, thumb_dy, mask, rects);
+    // The QC image's scale is its own (kQcLongSide), whatever --seg-downsample is.
+    const double qc_ds = std::max(1.0, static_cast<double>(std::max(plan.width, plan.height)) /
+                                           kQcLongSide);
+    Image8 qc_thumb;
+    try {
+      qc_thumb = segmentation_thumbnail(*slide, qc_ds);
+    } catch (const IoError& e) {
+      spdlog::warn("slide '{}': QC thumbnail unreadable, using the detection one: {}",
+                   entry.slide_id, e.what());
+      qc_thumb = thumbnail;
+    }
+    const double tissue_mm2 = static_cast<double>(plan.tissue_pixels) * mask.downsample_x *
+                              mask.downsample_y * mpp->x * mpp->y * 1e-6;
+    const std::filesystem::path base = std::filesystem::path(qc_dir) / entry.slide_id;
+    write_qc_png(base.string() + ".png", qc_thumb,
+                 static_cast<double>(plan.width) / qc_thumb.width,
+                 static_cast<double>(plan.height) / qc_thumb.height, mask, rects,
+                 qc_legend(entry.slide_id, static_cast<int64_t>(plan.patches.size()), tissue_mm2));
+    write_qc_geojson(base.string() + ".geojson", mask, rects);
   }
   if (plan.tissue_pixels == 0) return failed(plan, "no tissue detected");
   if (plan.patches.empty()) {

@@ -37,8 +37,10 @@ struct SlidePlan {
 // instead of being upsampled.
 inline constexpr double kMaxUpsample = 2.0;
 
-// Opens the slide, finds its resolution, detects tissue (or loads its mask), builds the grid and,
-// with config.qc, writes `qc_dir/<slide_id>.png`. Expected failures (unreadable slide, no
+// Opens the slide, finds its resolution (the manifest's mpp column when set, source "manifest";
+// else the slide's metadata or --default-mpp), detects tissue (or loads its mask), builds the grid
+// and, with config.qc, writes `qc_dir/<slide_id>.png` (a thumbnail of kQcLongSide pixels on its
+// long side with a legend line) and `qc_dir/<slide_id>.geojson`. Expected failures (unreadable slide, no
 // resolution, unreadable mask, no tissue) are returned as a plan with ok=false and a reason; only
 // failures to write the QC image throw.
 SlidePlan plan_slide(const SlideEntry& slide, const Config& config, const std::string& qc_dir);

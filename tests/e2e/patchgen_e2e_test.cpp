@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "common/core/fs.h"
+#include "common/slide/png_io.h"
 #include "common/h5/h5.h"
 #include "common/stage/marker.h"
 #include "stages/patchgen/digest.h"
@@ -328,6 +329,104 @@ TEST(PatchgenE2E, BadSlidesAreRecordedWithReasonsAndExitCodeThree) {
   // --fail-fast stops with exit code 3 and leaves no _SUCCESS.
   EXPECT_EQ(run_command(patchgen(2, tmp / "m.csv", tmp / "ff", "--fail-fast"), &log), 3) << log;
   EXPECT_FALSE(fs::exists(tmp / "ff/patchgen/_SUCCESS"));
+}
+
+// QuPath's GeoJSON and the cohort overview beside the QC PNGs; --mag 20 is --mpp 0.5 exactly.
+TEST(PatchgenE2E, QcGeoJsonAndOverviewAndMagEqualsMpp) {
+  TempDir tmp("pg_qc");
+  std::string log;
+  ASSERT_EQ(run_command(patchgen(2, manifest(), tmp / "mpp", "--mpp 0.5"), &log), 0) << log;
+  ASSERT_EQ(run_command(patchgen(2, manifest(), tmp / "mag", "--mag 20"), &log), 0) << log;
+  const auto mpp = patchgen::digest_run(tmp / "mpp/patchgen");
+  const auto mag = patchgen::digest_run(tmp / "mag/patchgen");
+  EXPECT_EQ(mag.index_sha256, mpp.index_sha256);
+  EXPECT_EQ(mag.pixels_sha256, mpp.pixels_sha256);
+  EXPECT_EQ(read_file(tmp / "mag/patchgen/config.ini").find("mag = 0\n") != std::string::npos, true);
+  EXPECT_EQ((*read_json_file(tmp / "mag/patchgen/run.json"))["config_fingerprint"],
+            (*read_json_file(tmp / "mpp/patchgen/run.json"))["config_fingerprint"]);
+
+  const std::string qc = tmp / "mag/patchgen/qc/";
+  h5::File index = h5::File::open(tmp / "mag/patchgen/index.h5", h5::Mode::kRead);
+  const auto counts = index.open_group("slides").open_dataset("patch_count").read_all<int64_t>();
+  const char* ids[] = {"A", "B", "C"};
+  for (int i = 0; i < 3; ++i) {
+    const auto fc = nlohmann::json::parse(read_file(qc + ids[i] + ".geojson"));
+    ASSERT_EQ(fc["type"], "FeatureCollection") << ids[i];
+    int64_t tissue = 0, patches = 0;
+    for (const auto& f : fc["features"]) {
+      const std::string name = f["properties"]["classification"]["name"];
+      (name == "Tissue" ? tissue : patches) += 1;
+    }
+    EXPECT_GE(tissue, 1) << ids[i];
+    EXPECT_EQ(patches, counts[i]) << ids[i];
+    EXPECT_EQ(read_file(qc + ids[i] + ".geojson"),
+              read_file(tmp / "mpp/patchgen/qc/" + ids[i] + ".geojson"));
+  }
+  // The QC image's size follows kQcLongSide (2048) and a legend band, not --seg-downsample.
+  const Image8 a = read_png(qc + "A.png");
+  EXPECT_EQ(a.width, 2048);
+  EXPECT_GT(a.height, 1502);
+  EXPECT_EQ(read_png(qc + "C.png").width, 2000);  // smaller slides are not enlarged
+  const Image8 overview = read_png(qc + "_overview.png");
+  EXPECT_EQ(overview.width, 512);  // 2 x 2 cells of 256 px
+  EXPECT_EQ(overview.height, 512);
+  EXPECT_EQ(read_file(qc + "_overview.png"), read_file(tmp / "mpp/patchgen/qc/_overview.png"));
+}
+
+TEST(PatchgenE2E, SlidesDirectoryModeWritesTheManifest) {
+  TempDir tmp("pg_dir");
+  fs::create_directories(tmp / "wsi");
+  fs::copy_file(Cohort::dir() / "s0.tif", tmp / "wsi/x.tif");
+  fs::copy_file(Cohort::dir() / "s2.tif", tmp / "wsi/Y.TIF");
+  write_text(tmp / "wsi/notes.txt", "not a slide");
+  const std::string command = mpirun(2) + kPatchgen + " --slides " + tmp / "wsi" +
+                              " --ext .tif --out " + tmp / "run" + kSmallGrid;
+  std::string log;
+  ASSERT_EQ(run_command(command, &log), 0) << log;
+  const std::string wsi = fs::path(tmp / "wsi").lexically_normal().string();
+  EXPECT_EQ(read_file(tmp / "run/patchgen/manifest.csv"),
+            "slide_id,path\nY," + wsi + "/Y.TIF\nx," + wsi + "/x.tif\n");
+  h5::File index = h5::File::open(tmp / "run/patchgen/index.h5", h5::Mode::kRead);
+  h5::Group slides = index.open_group("slides");
+  EXPECT_EQ(slides.open_dataset("slide_id").read_strings(), (std::vector<std::string>{"Y", "x"}));
+  EXPECT_EQ(slides.open_dataset("status").read_strings(), (std::vector<std::string>{"ok", "ok"}));
+  EXPECT_TRUE(fs::exists(tmp / "run/patchgen/qc/x.geojson"));
+  // The same command again finds the run complete; an empty directory is bad input.
+  EXPECT_EQ(run_command(command, &log), 0) << log;
+  fs::create_directories(tmp / "empty");
+  EXPECT_EQ(run_command(mpirun(1) + kPatchgen + " --slides " + tmp / "empty" + " --out " +
+                            tmp / "run2", &log), 2) << log;
+  EXPECT_NE(log.find("holds no file ending in .svs"), std::string::npos) << log;
+}
+
+TEST(PatchgenE2E, ManifestMppColumnOverridesSlideMetadata) {
+  TempDir tmp("pg_mppcol");
+  synth::SlideSpec spec;
+  spec.path = tmp / "nompp.tif";
+  spec.width = 2000;
+  spec.height = 1500;
+  spec.seed = 7;
+  spec.write_resolution = false;
+  synth::write_slide(spec);
+  fs::copy_file(Cohort::dir() / "s1.tif", tmp / "quarter.tif");  // tagged 0.25 um/px
+  write_text(tmp / "m.csv", "slide_id,path,mpp\nset,nompp.tif,0.5\nunset,nompp.tif,\n"
+                            "tagged,quarter.tif,\nforced,quarter.tif,0.5\n");
+  std::string log;
+  ASSERT_EQ(run_command(patchgen(2, tmp / "m.csv", tmp / "run"), &log), 3) << log;
+  h5::File index = h5::File::open(tmp / "run/patchgen/index.h5", h5::Mode::kRead);
+  h5::Group slides = index.open_group("slides");
+  const auto status = slides.open_dataset("status").read_strings();
+  const auto source = slides.open_dataset("mpp_source").read_strings();
+  const auto mpp_x = slides.open_dataset("mpp_x").read_all<double>();
+  const auto level = slides.open_dataset("level").read_all<int32_t>();
+  EXPECT_EQ(status, (std::vector<std::string>{"ok", "failed", "ok", "ok"}));
+  EXPECT_EQ(source[0], "manifest");
+  EXPECT_DOUBLE_EQ(mpp_x[0], 0.5);
+  EXPECT_NE(source[2], "manifest");
+  EXPECT_EQ(level[2], 1);  // 0.25 um/px: read at level 1
+  EXPECT_EQ(source[3], "manifest");
+  EXPECT_EQ(level[3], 0);  // declared 0.5 um/px: level 0
+  EXPECT_FALSE(slides.open_group("metadata").exists("mpp"));
 }
 
 }  // namespace
