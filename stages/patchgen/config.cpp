@@ -24,7 +24,7 @@ OptionTable option_table() {
        "content, not its path, is fingerprinted); or use --slides")
       ("slides", kRunControl, po::value<std::string>()->default_value(""),
        "instead of --manifest: every file of this directory ending in --ext is a slide, its id "
-       "the file name without the extension (RUN/patchgen/manifest.csv is written)")
+       "the file name without the extension (the stage directory gets the manifest.csv it makes)")
       ("ext", kRunControl, po::value<std::string>()->default_value(".svs"),
        "with --slides: file name endings to take, comma-separated (case-insensitive)")
       ("out", kRunControl, po::value<std::string>()->required(),

@@ -51,7 +51,7 @@ std::vector<std::string> check_manifest_files(const Manifest& manifest);
 // problem. The error's first line names the manifest file.
 Manifest load_manifest(const std::string& path, bool check_files);
 
-// The manifest of a slide directory (--slides): one row per regular file (or symlink to one)
+// The manifest text of a slide directory (--slides): one row per regular file (or symlink to one)
 // directly in `dir` whose name ends, ignoring case, in one of `extensions` (lowercase), sorted by
 // file name; slide_id is the name without that ending, path the absolute, lexically normalised
 // file path. Returns the CSV text (header `slide_id,path`, fields quoted when needed), which

@@ -19,6 +19,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
+constexpr const char* kDirectoryManifest = "manifest.csv";  // written with --slides
+
 // Rank 0 validates the whole manifest (including file checks, so a large cohort is not stat'ed
 // by every rank); the outcome is broadcast and every rank parses the same text.
 std::optional<Manifest> load_manifest_collectively(const Config& config, Comm& comm) {
@@ -47,11 +49,12 @@ void make_directory(const std::string& path) {
 class PatchgenWork final : public StageWork {
  public:
   PatchgenWork(const Manifest& manifest, const Config& config, std::string stage_dir,
-               std::string fingerprint)
+               std::string fingerprint, std::string generated_manifest)
       : manifest_(manifest),
         config_(config),
         dir_(std::move(stage_dir)),
-        fingerprint_(std::move(fingerprint)) {
+        fingerprint_(std::move(fingerprint)),
+        generated_manifest_(std::move(generated_manifest)) {
     for (const auto& s : manifest_.slides) {
       if (s.index % config_.stage.parts == config_.stage.part) part_.slides.push_back(s.index);
     }
@@ -63,6 +66,9 @@ class PatchgenWork final : public StageWork {
     const std::string qc_dir = (fs::path(dir_) / "qc").string();
     make_directory(qc_dir);
     make_directory((fs::path(dir_) / "plans").string());
+    if (comm.rank() == 0 && !generated_manifest_.empty()) {
+      atomic_write_file((fs::path(dir_) / kDirectoryManifest).string(), generated_manifest_);
+    }
     const size_t n = part_.slides.size();
     part_.counts.assign(n, 0);
     part_.failed.assign(n, 0);
@@ -141,23 +147,23 @@ class PatchgenWork final : public StageWork {
   const Config& config_;
   std::string dir_;
   std::string fingerprint_;
+  std::string generated_manifest_;  // --slides: written to the stage directory by rank 0
   PartPlan part_;
 };
 
-// With --slides, rank 0 lists the directory and writes RUN/patchgen/manifest.csv (only when its
-// content changes, so parts running at once agree); every rank then reads that manifest. Returns
-// false, after logging, when the directory gives no valid list.
-bool make_directory_manifest(Config& config, Comm& comm) {
-  const std::string path = (fs::path(config.out) / "patchgen" / "manifest.csv").string();
-  std::string error;
+// With --slides, rank 0 lists the directory, validates the manifest it makes (file checks
+// included) and broadcasts its text or the problems; nullopt, after logging, on problems.
+std::optional<std::string> directory_manifest_collectively(const Config& config,
+                                                           const std::string& manifest_path,
+                                                           Comm& comm) {
+  std::string text, error;
   if (comm.rank() == 0) {
     try {
-      const std::string text = directory_manifest(config.slides, slide_extensions(config.ext));
-      const auto old_size = file_size(path);
-      if (!old_size || *old_size != text.size() || read_file(path) != text) {
-        atomic_write_file(path, text);
-      }
-      spdlog::info("--slides '{}': manifest written to '{}'", config.slides, path);
+      text = directory_manifest(config.slides, slide_extensions(config.ext));
+      const Manifest manifest = parse_manifest(text, manifest_path);
+      const auto problems = check_manifest_files(manifest);
+      for (const auto& p : problems) error += (error.empty() ? "" : "\n  ") + p;
+      if (!error.empty()) error = fmt::format("--slides '{}':\n  {}", config.slides, error);
     } catch (const InvalidInput& e) {
       error = e.what();
     }
@@ -165,24 +171,36 @@ bool make_directory_manifest(Config& config, Comm& comm) {
   error = comm.broadcast(error, 0);
   if (!error.empty()) {
     if (comm.rank() == 0) spdlog::error("{}", error);
-    return false;
+    return std::nullopt;
   }
-  config.manifest = path;
-  return true;
+  return comm.broadcast(text, 0);
 }
 
 }  // namespace
 
-int run(const Config& given, Comm& comm) {
-  Config config = given;
-  if (!config.slides.empty() && !make_directory_manifest(config, comm)) return kExitBadInput;
-  auto manifest = load_manifest_collectively(config, comm);
-  if (!manifest) return kExitBadInput;
+int run(const Config& config, Comm& comm) {
   const std::string root = (fs::path(config.out) / "patchgen").string();
   const std::string stage_dir = part_dir(root, config.stage.part, config.stage.parts);
+  std::optional<Manifest> manifest;
+  std::string manifest_sha256;
+  std::string generated;  // with --slides: the manifest's text, which setup() writes
+  if (config.slides.empty()) {
+    manifest = load_manifest_collectively(config, comm);
+    if (!manifest) return kExitBadInput;
+    manifest_sha256 = sha256_file(config.manifest);
+  } else {
+    // Written inside the stage directory once the skeleton has prepared it (a fresh start
+    // empties the directory), so the manifest is fingerprinted from its text.
+    const std::string path = (fs::path(stage_dir) / kDirectoryManifest).string();
+    auto text = directory_manifest_collectively(config, path, comm);
+    if (!text) return kExitBadInput;
+    generated = std::move(*text);
+    manifest = parse_manifest(generated, path);
+    manifest_sha256 = sha256_hex(generated);
+  }
   const std::string fingerprint =
-      sha256_hex(config.fingerprint_ini + "manifest_sha256 = " + sha256_file(config.manifest) + "\n");
-  PatchgenWork work(*manifest, config, stage_dir, fingerprint);
+      sha256_hex(config.fingerprint_ini + "manifest_sha256 = " + manifest_sha256 + "\n");
+  PatchgenWork work(*manifest, config, stage_dir, fingerprint, generated);
   // Embed outputs of this part, which a replaced patch run would leave looking valid.
   std::vector<std::string> downstream;
   std::error_code ec;

@@ -121,8 +121,13 @@ SlidePlan plan_slide(const SlideEntry& entry, const Config& config, const std::s
     const double qc_ds = std::max(1.0, static_cast<double>(std::max(plan.width, plan.height)) /
                                            kQcLongSide);
     Image8 qc_thumb;
+    const auto qc_side = [&](int64_t extent) {
+      return static_cast<int>(std::ceil(static_cast<double>(extent) / qc_ds));
+    };
     try {
-      qc_thumb = segmentation_thumbnail(*slide, qc_ds);
+      qc_thumb = qc_side(plan.width) == thumbnail.width && qc_side(plan.height) == thumbnail.height
+                     ? thumbnail
+                     : segmentation_thumbnail(*slide, qc_ds);
     } catch (const IoError& e) {
       spdlog::warn("slide '{}': QC thumbnail unreadable, using the detection one: {}",
                    entry.slide_id, e.what());
