@@ -66,6 +66,7 @@ def points_patchgen(doc):
             "io_fraction": pg["io_fraction"],
             "io_note": "(read_decode + write) / (R x wall); read_decode includes JPEG decoding",
             "read_s": split["read_decode"], "write_s": split["write"],
+            "cpu_s_per_rank": pg["cpu_s"] / params["ranks"],  # user + system, mean of the ranks
             "load_1min": (rep.get("load_average_at_start") or [None])[0],
         })
     return out
@@ -92,6 +93,7 @@ def points_embed(doc):
             "io_fraction": (split.get("read_s", 0) + split.get("write_s", 0)) / total if total else None,
             "io_note": "rank 0: (read + write) / loop time; reading overlaps forward passes",
             "read_s": split.get("read_s"), "write_s": split.get("write_s"),
+            "cpu_s_per_rank": m.get("cpu_s_max_rank"),  # the busiest rank, both its threads
             "load_1min": (rep.get("load_average_at_start") or [None])[0],
         })
     return out
@@ -116,6 +118,7 @@ def points_ingest(doc):
                     "io_fraction": (summed.get("read_s", 0) + summed.get("write_s", 0)) / (r * m["wall_s"]),
                     "io_note": "(read + write summed over ranks) / (R x wall); wall includes mpirun start",
                     "read_s": summed.get("read_s"), "write_s": summed.get("write_s"),
+                    "cpu_s_per_rank": None,  # the ingest markers carry no CPU time
                     "load_1min": (rep.get("load_average_at_start") or [None])[0],
                 })
     return out
@@ -200,6 +203,10 @@ def table(points):
                 "throughput_per_rank": n / t / r,
                 "speedup": speedup, "efficiency": speedup / r if speedup else None,
                 "io_fraction": median(p["io_fraction"] for p in ps),
+                "cpu_share_per_rank": median(p["cpu_s_per_rank"] / p["wall_s"] for p in ps
+                                             if p["cpu_s_per_rank"] is not None),
+                "items_per_cpu_s_per_rank": median(p["items"] / r / p["cpu_s_per_rank"] for p in ps
+                                                   if p["cpu_s_per_rank"]),
                 "oversubscribed": any(p["oversubscribed"] for p in ps),
                 "cores": ps[0]["cores"], "threads_per_rank": ps[0]["threads_per_rank"],
                 "load_1min_median": median(p["load_1min"] for p in ps),
@@ -209,10 +216,12 @@ def table(points):
     return rows
 
 
-def fit(points, n, bytes_per_item):
-    """Least squares of wall = a / R + b over the points; c, BW and R* with standard errors."""
+def fit(points, n, bytes_per_item, key="wall_s"):
+    """Least squares of T = a / R + b over the points (T = p[key]); c, BW and R* with standard
+    errors."""
+    points = [p for p in points if p.get(key) is not None]
     ranks = np.array([p["ranks"] for p in points], dtype=float)
-    t = np.array([p["wall_s"] for p in points], dtype=float)
+    t = np.array([p[key] for p in points], dtype=float)
     if len(set(ranks)) < 2:
         return {"ok": False, "reason": "fewer than two rank counts"}
     x = np.column_stack([1.0 / ranks, np.ones_like(ranks)])
@@ -236,14 +245,18 @@ def fit(points, n, bytes_per_item):
     significant = dof > 0 and b - t95(dof) * se_b > 0
     out["b_significant"] = significant
     out["b_upper95_s"] = upper_b
+    out["a_positive"] = a > 0
+    if bytes_per_item is None:
+        out["r_star"] = a / b if a > 0 and b > 0 else None
+        return out
     nb = n * bytes_per_item
     if b > 0:
         out["bw_bytes_per_s"] = nb / b
         out["se_bw"] = nb * se_b / b ** 2
-        r_star = a / b
+        r_star = a / b if a > 0 else None
         var = (se_a / b) ** 2 + (a * se_b / b ** 2) ** 2 - 2 * a / b ** 3 * cov_ab
         out["r_star"] = r_star
-        out["se_r_star"] = math.sqrt(var) if var >= 0 else float("nan")
+        out["se_r_star"] = math.sqrt(var) if var >= 0 and a > 0 else None
     else:
         out["bw_bytes_per_s"] = out["se_bw"] = out["r_star"] = out["se_r_star"] = None
     # With b not significantly > 0 the data bound BW and R* from below only.
@@ -265,6 +278,10 @@ def fits(points, rows, fit_ranks):
             "ranks_used": fit_ranks, "cores": cores,
             "within_cores": fit(use, row["items"], row["bytes_per_item"]),
             "all_ranks": fit(mine, row["items"], row["bytes_per_item"]),
+            # The same model over CPU seconds per rank instead of wall time: what T would be if
+            # every rank had a core of its own (CPU-bound work), on a machine shared with others.
+            # b is then CPU work every rank repeats, not storage: no BW.
+            "cpu_time": fit(use, row["items"], None, key="cpu_s_per_rank"),
         }
     return result
 
@@ -274,9 +291,10 @@ def fits(points, rows, fit_ranks):
 CSV_COLUMNS = ["stage", "ranks", "items", "bytes_per_item", "bytes_read_per_item",
                "bytes_written_per_item", "reps", "wall_s_median", "wall_s_min", "wall_s_max",
                "throughput_items_per_s", "throughput_per_rank", "speedup", "efficiency",
-               "io_fraction", "oversubscribed", "cores", "threads_per_rank", "load_1min_median",
+               "io_fraction", "cpu_share_per_rank", "items_per_cpu_s_per_rank", "oversubscribed", "cores", "threads_per_rank", "load_1min_median",
                "load_1min_max"]
-POINT_COLUMNS = ["stage", "ranks", "items", "wall_s", "io_fraction", "read_s", "write_s",
+POINT_COLUMNS = ["stage", "ranks", "items", "wall_s", "cpu_s_per_rank", "io_fraction", "read_s",
+                 "write_s",
                  "load_1min", "oversubscribed", "binding", "report"]
 
 
@@ -292,7 +310,8 @@ def write_csv(path, rows, columns):
 PLOTS = [("speedup", "speedup T(1) / T(R)", "speedup"),
          ("efficiency", "parallel efficiency speedup / R", "efficiency"),
          ("throughput", "items per second (log scale)", "throughput_items_per_s"),
-         ("io_fraction", "I/O fraction of rank time", "io_fraction")]
+         ("io_fraction", "I/O fraction of rank time", "io_fraction"),
+         ("cpu_share", "CPU seconds per rank / wall seconds", "cpu_share_per_rank")]
 
 
 def plot(out_dir, rows, fit_result):
@@ -320,7 +339,7 @@ def plot(out_dir, rows, fit_result):
             cmds.append(f"set arrow from {edge:.3f},graph 0 to {edge:.3f},graph 1 nohead dt 3")
         if name == "throughput":
             cmds.append("set logscale y 10")
-        if name in ("efficiency", "io_fraction"):
+        if name in ("efficiency", "io_fraction", "cpu_share"):
             cmds.append("set yrange [0:*]")
         series = [f"'{data}' index {i} with linespoints lw 2 pt 7 title '{s}'"
                   for i, s in enumerate(stages)]
@@ -356,6 +375,10 @@ def fmt_fit(stage, f):
             f"{g(f['b_s'], '.3g')} +- {g(f['se_b_s'], '.2g')} s over R = {f['ranks']} "
             f"({f['points']} points); c = {g(f['c_items_per_s_per_rank'])} +- {g(f['se_c'], '.2g')}"
             " items/s per rank; ")
+    if not f["a_positive"]:
+        return text + "T does not fall with R (a <= 0): the model does not describe these runs"
+    if f["bytes_per_item"] is None:
+        return text + f"R* = a / b = {g(f['r_star'], '.3g')}"
     if f["b_significant"]:
         text += (f"BW = {g(f['bw_bytes_per_s'], '.4g', 1e6)} +- {g(f['se_bw'], '.2g', 1e6)} MB/s, "
                  f"R* = {g(f['r_star'], '.3g')} +- {g(f['se_r_star'], '.2g')}")
@@ -385,11 +408,13 @@ def cmd_collect(args):
         print(f"{r['stage']:9s} R={r['ranks']:<3d} T={r['wall_s_median']:.3f} s "
               f"[{r['wall_s_min']:.3f}, {r['wall_s_max']:.3f}] x{r['reps']}  "
               f"{r['throughput_items_per_s']:.4g} items/s  S={r['speedup'] or 0:.2f} "
-              f"E={r['efficiency'] or 0:.2f}  io={r['io_fraction'] or 0:.3f}"
+              f"E={r['efficiency'] or 0:.2f}  io={r['io_fraction'] or 0:.3f}  "
+              f"cpu/rank={g(r['cpu_share_per_rank'], '.2f')}"
               f"{'  (oversubscribed)' if r['oversubscribed'] else ''}")
     for stage, f in fit_result.items():
         print(fmt_fit(stage, f["within_cores"]))
         print("  with every R: " + fmt_fit(stage, f["all_ranks"]))
+        print("  CPU seconds per rank: " + fmt_fit(stage, f["cpu_time"]))
     print(f"wrote {out_dir}/sweep.csv, sweep_points.csv, sweep_summary.json, " + ", ".join(plots))
 
 
@@ -399,11 +424,15 @@ def cmd_predict(args):
     b_item = args.bytes_per_item
     if args.summary:
         with open(args.summary) as f:
-            f_stage = json.load(f)["fits"][args.stage]["within_cores"]
+            fits_of = json.load(f)["fits"][args.stage]
+        f_stage = fits_of["within_cores" if args.fit == "wall" else "cpu_time"]
         if c is None:
+            if not f_stage.get("a_positive"):
+                sys.exit(f"error: the {args.fit} fit of {args.stage} has no compute term (a <= 0); "
+                         "try --fit cpu or give --rate-per-rank")
             c, se_c = f_stage["c_items_per_s_per_rank"], f_stage["se_c"]
         if b_item is None:
-            b_item = f_stage["bytes_per_item"]
+            b_item = fits_of["within_cores"]["bytes_per_item"]
     if c is None or b_item is None:
         sys.exit("error: give --summary or both --rate-per-rank and --bytes-per-item")
     n, ranks, bw = args.patches, args.nodes * args.ranks_per_node, args.bandwidth_gbs * 1e9
@@ -447,6 +476,8 @@ def main():
     q.add_argument("--nodes", type=int, required=True)
     q.add_argument("--ranks-per-node", type=int, required=True)
     q.add_argument("--bandwidth-gbs", type=float, required=True, help="storage bandwidth, GB/s")
+    q.add_argument("--fit", choices=("wall", "cpu"), default="wall",
+                   help="c from the wall-time fit (default) or the CPU-seconds fit")
     q.add_argument("--rate-per-rank", type=float, help="c, items/s per rank (default: the fit's)")
     q.add_argument("--bytes-per-item", type=float, help="B (default: the sweep's)")
     q.add_argument("--json", action="store_true")
