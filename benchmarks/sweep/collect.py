@@ -220,6 +220,8 @@ def fit(points, n, bytes_per_item, key="wall_s"):
     """Least squares of T = a / R + b over the points (T = p[key]); c, BW and R* with standard
     errors."""
     points = [p for p in points if p.get(key) is not None]
+    if not points:
+        return {"ok": False, "reason": f"the reports hold no {key}"}
     ranks = np.array([p["ranks"] for p in points], dtype=float)
     t = np.array([p[key] for p in points], dtype=float)
     if len(set(ranks)) < 2:
@@ -347,7 +349,7 @@ def plot(out_dir, rows, fit_result):
             series.append("x with lines dt 2 lc 'gray' title 'ideal'")
             for s in stages:
                 fr = fit_result.get(s, {}).get("within_cores", {})
-                if fr.get("ok"):
+                if fr.get("ok") and fr.get("a_positive"):
                     a, b = fr["a_s"], fr["b_s"]
                     series.append(f"(({a:.6g})+({b:.6g}))/(({a:.6g})/x+({b:.6g})) with lines dt 4 "
                                   f"title '{s} model (fit R<={cores})'")
