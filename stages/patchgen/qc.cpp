@@ -215,7 +215,7 @@ void write_qc_overview(const std::string& path, const std::string& qc_dir,
                                     static_cast<double>(area.height) / qc.height);
       const int w = std::clamp(static_cast<int>(std::lround(qc.width * scale)), 1, area.width);
       const int h = std::clamp(static_cast<int>(std::lround(qc.height * scale)), 1, area.height);
-      cv::Mat roi = canvas(cv::Rect(area.x + (area.width - w) / 2, area.y + (area.height - h) / 2, w, h));
+      cv::Mat roi = canvas(cv::Rect(area.x + (area.width - w) / 2, area.y + area.height - h, w, h));
       cv::resize(rgb, roi, roi.size(), 0, 0, scale < 1 ? cv::INTER_AREA : cv::INTER_LINEAR);
     } else {
       cv::rectangle(canvas, area, cv::Scalar(200, 200, 200), cv::FILLED);

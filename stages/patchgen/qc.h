@@ -78,8 +78,9 @@ void write_qc_geojson(const std::string& path, const TissueMask& mask,
                       const std::vector<std::array<int64_t, 4>>& patch_rects);
 
 // The cohort contact sheet: a grid of ceil(sqrt(n)) columns of square cells, one per slide in the
-// given order, each holding `qc_dir/<id>.png` scaled to fit (aspect kept, area filter) over the
-// slide id in black on white; a slide without a QC image gets a gray cell saying so. Reads one
+// given order, each holding `qc_dir/<id>.png` scaled to fit (aspect kept, area filter), centred
+// horizontally and resting on the slide id, written in black on white below it; a slide without
+// a QC image gets a gray cell saying so. Reads one
 // image at a time (memory: the sheet plus one QC image). Written as a PNG at `path` (atomic).
 // Throws IoError naming a file that cannot be read or written.
 void write_qc_overview(const std::string& path, const std::string& qc_dir,
