@@ -51,11 +51,13 @@ TEST(EmbedConfig, PrecisionModeIsResultAndForceIsRunControl) {
   const auto a = parse({"--model", "vit-tiny", "--precision", "bf16"});
   EXPECT_EQ(a.precision_mode, "autocast");
   EXPECT_FALSE(a.force_preset_mismatch);
-  const auto cast = parse({"--model", "vit-tiny", "--precision", "bf16", "--precision-mode", "cast"});
+  const auto cast =
+      parse({"--model", "vit-tiny", "--precision", "bf16", "--precision-mode", "cast"});
   EXPECT_EQ(cast.precision_mode, "cast");
   EXPECT_EQ(model_spec(cast, 0).precision_mode, "cast");
   EXPECT_NE(a.fingerprint_ini, cast.fingerprint_ini);
-  const auto forced = parse({"--model", "vit-tiny", "--precision", "bf16", "--force-preset-mismatch"});
+  const auto forced =
+      parse({"--model", "vit-tiny", "--precision", "bf16", "--force-preset-mismatch"});
   EXPECT_TRUE(forced.force_preset_mismatch);
   EXPECT_EQ(a.fingerprint_ini, forced.fingerprint_ini);
   EXPECT_NE(forced.config_ini.find("force-preset-mismatch = true"), std::string::npos)

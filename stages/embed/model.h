@@ -114,8 +114,8 @@ class Model {
   // Preprocesses n patches of side patch_size (uint8 RGB, interleaved, [n, S, S, 3]) exactly as
   // preprocess_reference() defines: scaled to [0, 1], resized bilinearly (align_corners=false,
   // no antialiasing) when S != input_size(), normalised with the preset's mean and std, cast to
-  // the model's input precision. `rgb` must hold n * S * S * 3 bytes; it is copied and may be reused on
-  // return. n == 0 is allowed (rgb may then be null); n < 0 or S < 1 throw InvalidInput.
+  // the model's input precision. `rgb` must hold n * S * S * 3 bytes; it is copied and may be
+  // reused on return. n == 0 is allowed (rgb may then be null); n < 0 or S < 1 throw InvalidInput.
   // Thread-safe: may run on one thread while forward() runs on another.
   PreparedBatch prepare(const uint8_t* rgb, int n, int patch_size) const;
 
