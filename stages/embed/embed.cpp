@@ -173,10 +173,15 @@ int run(const Config& config, Comm& comm) {
     spdlog::warn("--source wsi reads the slides; the store is JPEG-encoded, so embeddings will "
                  "differ slightly from --source store");
   }
-  // Rank 0 describes the model (hashing a TorchScript file) for the fingerprint; the others
-  // receive the description.
-  const nlohmann::json model_fingerprint = nlohmann::json::parse(decided_by_root(
-      comm, [&] { return Model::describe(model_spec(config, comm.local_rank())).dump(); }));
+  // Rank 0 checks the patches against the preset's recommendations (refusing, before anything is
+  // written, what would embed at the wrong scale) and describes the model (hashing a TorchScript
+  // file) for the fingerprint; the others receive the description.
+  const nlohmann::json model_fingerprint = nlohmann::json::parse(decided_by_root(comm, [&] {
+    const ModelSpec spec = model_spec(config, comm.local_rank());
+    enforce_preset(Model::preset_of(spec), info.patch_size, info.mpp, config.precision,
+                   config.force_preset_mismatch);
+    return Model::describe(spec).dump();
+  }));
   const std::string stage_dir = part_dir((fs::path(config.run) / "embed" / config.tag).string(),
                                          config.stage.part, config.stage.parts);
   const std::string fingerprint =

@@ -65,7 +65,9 @@ std::vector<float> embed_image(const Config& config, const Catalog& catalog, Ima
   }
   const std::string ini = catalog.path(catalog.sources.at(0).embed_dir + "/config.ini");
   embed::ModelSpec spec;
+  spec.precision_mode = "cast";  // runs made before config.ini recorded the mode
   for (const auto& [key, value] : read_ini(ini)) {
+    if (key == "precision-mode") spec.precision_mode = value;
     if (key == "model") spec.model = value;
     if (key == "preset") spec.preset_path = value;
     if (key == "seed") spec.seed = std::stoull(value);

@@ -108,6 +108,25 @@ TEST(EmbedE2E, MergedOutputsAgreeForOneTwoThreeRanks) {
   }
 }
 
+// A preset that recommends another patch size refuses the run before anything is written, unless
+// forced; the patches here are 96 px at 0.5 um/px.
+TEST(EmbedE2E, PresetRecommendationsAreEnforced) {
+  const std::string preset = (PatchRun::dir() / "tiny448.ini").string();
+  write_text(preset,
+             "name = tiny448\ninput_size = 224\nmean = 0.5 0.5 0.5\nstd = 0.25 0.25 0.25\n"
+             "output_dim = 64\npooling = cls\nprefix_tokens = 2\npatch_size = 448\nmpp = 0.5\n");
+  std::string log;
+  EXPECT_EQ(run_command(embed(1, PatchRun::raw(), "--tag guarded --preset " + preset), &log), 2)
+      << log;
+  EXPECT_NE(log.find("448"), std::string::npos) << log;
+  EXPECT_FALSE(fs::exists(PatchRun::raw() + "/embed/guarded/run.json"));
+  EXPECT_EQ(run_command(embed(1, PatchRun::raw(),
+                              "--tag guarded --preset " + preset + " --force-preset-mismatch"),
+                        &log),
+            0)
+      << log;
+}
+
 TEST(EmbedE2E, PerSlideFilesHaveTheClamLayout) {
   std::string log;
   ASSERT_EQ(run_command(embed(2, PatchRun::raw(), "--tag layout --store-dtype fp16"), &log), 0) << log;
