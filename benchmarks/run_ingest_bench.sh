@@ -6,7 +6,8 @@
 #
 #   benchmarks/run_ingest_bench.sh [BUILD_DIR] [extra ingest_bench options...]
 #
-# The full record (about 25 minutes on 2 cores):   benchmarks/run_ingest_bench.sh build-bench
+# The record in docs/performance.md: benchmarks/run_ingest_bench.sh build --sizes 384:1000000 \
+#     --indexes "Flat;IVF1024,Flat;IVF1024,PQ48np"  (then 1536:100000 with --skip-query)
 # A smoke run (about a minute):                     benchmarks/run_ingest_bench.sh build-bench \
 #     --sizes 384:20000,1536:5000 --flat-reps 1 --queries 100 --single-queries 20
 #
