@@ -27,7 +27,9 @@ fi
 mkdir -p "$out"
 for model in ${BENCH_MODELS:-vit-s16 resnet50-trunc}; do
   for precision in ${BENCH_PRECISIONS:-fp32}; do
-    mpirun -np 1 "${mpi_flags[@]}" "$driver" \
+    # One rank with 2 torch threads: unbound, so its threads get both cores (mpirun would pin a
+    # lone rank to core 0).
+    mpirun -np 1 --bind-to none "${mpi_flags[@]}" "$driver" \
       --run "$out/run" \
       --model "$model" --precision "$precision" --device cpu \
       --batch-size 16 --torch-threads 2 \

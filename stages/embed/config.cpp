@@ -55,7 +55,7 @@ OptionTable option_table() {
        "how bf16/fp16 is applied: autocast (weights fp32, matrix products in bf16/fp16, the rest "
        "fp32, as torch.autocast) or cast (the whole module cast)")
       ("torch-threads", kResult, po::value<int>()->default_value(0),
-       "libtorch intra-op threads (0: all cores)")
+       "libtorch intra-op threads (0: the cores of the rank's CPU affinity)")
       ("batch-size", kResult, po::value<int>()->default_value(32), "patches per forward pass")
       ("prefetch", kRunControl, po::value<int>()->default_value(2),
        "batches read and prepared ahead")

@@ -109,6 +109,9 @@ InferStats embed_rows(const IndexInfo& info, const IndexReader& index, const Par
   Progress progress("embed", partition.count(rank), {rank, config.stage.part, config.stage.parts},
                     rank == 0, progress_path, config.progress_interval);
   std::vector<uint8_t> pixels(patch_bytes * static_cast<size_t>(config.batch_size));
+  // On CUDA every forward pass keeps one shape (cuDNN plans and the caching allocator are reused),
+  // so a short last batch is padded with blank patches; on the CPU it simply costs less.
+  const bool pad_batches = model.fingerprint().value("device", "cpu") == "cuda";
   int64_t next = 0, written = 0, inflight = 0;
   while (written < batches) {
     while (next < batches && inflight < config.prefetch) {
@@ -122,7 +125,7 @@ InferStats embed_rows(const IndexInfo& info, const IndexReader& index, const Par
       Job job;
       job.batch = static_cast<size_t>(next);
       job.real = static_cast<int>(rows.size());
-      job.input = model.prepare(pixels.data(), config.batch_size, ps);
+      job.input = model.prepare(pixels.data(), pad_batches ? config.batch_size : job.real, ps);
       stats.prepare_s += since(t1);
       jobs.push(std::move(job));
       ++next;

@@ -31,9 +31,9 @@ struct InferStats {
 
 // Embeds the index rows `rank` owns under `partition` (in index order) in batches of
 // config.batch_size, reading each batch's index rows from `index` as it goes (memory is O(batch),
-// not O(rows)), and writes `shard_path` (patch_id, slide, coords, embeddings). The last batch is
-// padded with blank patches to the full batch size so that every forward pass has the same
-// shape. Results depend on an image's position in its batch by float
+// not O(rows)), and writes `shard_path` (patch_id, slide, coords, embeddings). On CUDA the last
+// batch is padded with blank patches to the full batch size so that every forward pass has the
+// same shape; on the CPU it is run as it is. Results depend on an image's position in its batch by float
 // rounding, unless config.deterministic. Throws Error naming the patch ids when an output holds
 // NaN or Inf.
 InferStats embed_rows(const IndexInfo& info, const IndexReader& index, const Partition& partition,

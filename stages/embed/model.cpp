@@ -12,6 +12,7 @@
 #include <torch/script.h>
 #include <torch/version.h>
 
+#include "common/core/cpu.h"
 #include "common/core/error.h"
 #include "common/core/fs.h"
 #include "common/core/hash.h"
@@ -145,10 +146,10 @@ bool cpu_has_fast_bf16() {
 #endif
 }
 
+// 0: the cores of this process's CPU affinity (what mpirun or srun gave the rank), not the
+// machine's; more than those warns, since the threads would share cores.
 void configure_threads(int requested) {
-  const int threads = requested > 0
-                          ? requested
-                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads = thread_count(requested, "--torch-threads");
   static std::once_flag interop_once;
   std::call_once(interop_once, [threads] {
     try {

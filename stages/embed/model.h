@@ -45,7 +45,8 @@ struct ModelSpec {
   //   "cast": module and input are cast to the precision as a whole (the earlier behaviour; risks
   //     fp16 overflow in the residual stream of giant ViTs).
   std::string precision_mode = "autocast";
-  // Intra-op threads of libtorch (a process-wide setting); 0 = std::thread::hardware_concurrency().
+  // Intra-op threads of libtorch (a process-wide setting); 0 = the cores of the process's CPU
+  // affinity (usable_cores()).
   int torch_threads = 0;
   // Run each image of a batch through the network on its own, so that an embedding does not
   // depend on its batch companions or position (GEMM kernels round edge rows differently).
