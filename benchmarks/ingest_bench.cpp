@@ -39,6 +39,7 @@
 #include <spdlog/spdlog.h>
 
 #include "benchmarks/bench_report.h"
+#include "benchmarks/synthetic_run.h"
 #include "common/core/error.h"
 #include "common/core/fs.h"
 #include "common/core/hash.h"
@@ -63,10 +64,12 @@ namespace {
 
 namespace fs = std::filesystem;
 using bench::Stopwatch;
+using bench::splitmix64;
+using bench::synthetic_manifest;
+using bench::synthetic_plan;
 using nlohmann::json;
 
 constexpr const char* kTag = "synthetic";
-constexpr int64_t kFootprint = 448;
 constexpr double kPi = 3.14159265358979323846;
 constexpr int64_t kBlockRows = 16384;  // rows generated, read and added at a time
 // The paper's Milvus ingest figures (rows/s), for scale.
@@ -220,13 +223,6 @@ Options options_from(const po::variables_map& v, const char* argv0) {
 
 // ---- synthetic vectors: a pure function of (seed, patch id) ----
 
-uint64_t mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
 // Standard normal draws from a splitmix64 stream (Box-Muller, both values used).
 class Normals {
  public:
@@ -236,8 +232,8 @@ class Normals {
       have_ = false;
       return spare_;
     }
-    const double u1 = (static_cast<double>(mix(state_++) >> 11) + 0.5) * 0x1.0p-53;
-    const double u2 = (static_cast<double>(mix(state_++) >> 11) + 0.5) * 0x1.0p-53;
+    const double u1 = (static_cast<double>(splitmix64(state_++) >> 11) + 0.5) * 0x1.0p-53;
+    const double u2 = (static_cast<double>(splitmix64(state_++) >> 11) + 0.5) * 0x1.0p-53;
     const double r = std::sqrt(-2 * std::log(u1));
     spare_ = static_cast<float>(r * std::sin(2 * kPi * u2));
     have_ = true;
@@ -256,24 +252,24 @@ class Mixture {
       : seed_(seed), clusters_(clusters), dim_(dim), spread_(static_cast<float>(spread)),
         centres_(static_cast<size_t>(clusters) * dim) {
     for (int c = 0; c < clusters; ++c) {
-      Normals n(mix(seed ^ 0xc0ffee) + static_cast<uint64_t>(c) * 0x100000000ULL);
+      Normals n(splitmix64(seed ^ 0xc0ffee) + static_cast<uint64_t>(c) * 0x100000000ULL);
       for (int j = 0; j < dim; ++j) centres_[static_cast<size_t>(c) * dim + j] = n.next();
     }
     l2_normalize(centres_.data(), clusters, dim);
   }
   int cluster_of(int64_t patch_id) const {
-    return static_cast<int>(mix(seed_ ^ mix(static_cast<uint64_t>(patch_id))) % clusters_);
+    return static_cast<int>(splitmix64(seed_ ^ splitmix64(static_cast<uint64_t>(patch_id))) % clusters_);
   }
   // Writes the unit-length row of `patch_id`, perturbed by `extra` more noise (queries) drawn
   // from stream `stream`.
   void row(int64_t patch_id, float* out, double extra = 0, uint64_t stream = 0) const {
     const float* c = centres_.data() + static_cast<size_t>(cluster_of(patch_id)) * dim_;
-    Normals n(mix(seed_ + 7 * static_cast<uint64_t>(patch_id)));
+    Normals n(splitmix64(seed_ + 7 * static_cast<uint64_t>(patch_id)));
     const float scale = spread_ / std::sqrt(static_cast<float>(dim_));
     for (int j = 0; j < dim_; ++j) out[j] = c[j] + scale * n.next();
     l2_normalize(out, 1, dim_);
     if (extra > 0) {
-      Normals q(mix(seed_ ^ 0xfeed ^ mix(stream)));
+      Normals q(splitmix64(seed_ ^ 0xfeed ^ splitmix64(stream)));
       const float s = static_cast<float>(extra) / std::sqrt(static_cast<float>(dim_));
       for (int j = 0; j < dim_; ++j) out[j] += s * q.next();
       l2_normalize(out, 1, dim_);
@@ -291,50 +287,6 @@ class Mixture {
 
 // ---- generate: patchgen and embed through the stage skeleton ----
 
-patchgen::Manifest make_manifest(int slides, const std::string& run) {
-  patchgen::Manifest m;
-  m.path = (fs::path(run) / "synthetic-manifest.csv").string();  // never written or read
-  m.metadata_columns = {"site"};
-  for (int k = 0; k < slides; ++k) {
-    patchgen::SlideEntry e;
-    e.index = k;
-    e.slide_id = fmt::format("slide-{:05d}", k);
-    e.path = (fs::path(run) / "synthetic-slides" / (e.slide_id + ".svs")).string();
-    e.path_as_written = e.path;
-    e.patient_id = fmt::format("patient-{:05d}", k / 2);
-    e.metadata = {fmt::format("site-{:02d}", k % 37)};
-    m.slides.push_back(std::move(e));
-  }
-  return m;
-}
-
-patchgen::SlidePlan make_plan(int k, int64_t count) {
-  const auto cols = static_cast<int64_t>(std::ceil(std::sqrt(count * 4.0 / 3.0)));
-  const int64_t rows = (count + cols - 1) / cols;
-  patchgen::SlidePlan p;
-  p.index = k;
-  p.ok = true;
-  p.width = (cols + 1) * kFootprint;
-  p.height = (rows + 1) * kFootprint;
-  p.mpp_x = p.mpp_y = 0.25;
-  p.mpp_source = "synthetic";
-  p.vendor = "synthetic";
-  p.level.level = 0;
-  p.level.level_downsample = 1;
-  p.level.level_mpp = 0.25;
-  p.level.read_size = static_cast<int>(kFootprint);
-  p.level.resample = true;
-  p.level.footprint = static_cast<double>(kFootprint);
-  p.patch_count = count;
-  p.tissue_pixels = count * 196;
-  p.patches.resize(static_cast<size_t>(count));
-  for (int64_t i = 0; i < count; ++i) {
-    p.patches[i] = {(i % cols) * kFootprint, (i / cols) * kFootprint,
-                    static_cast<float>(0.5 + 0.5 * ((i * 7919) % 1000) / 1000.0)};
-  }
-  return p;
-}
-
 class SyntheticPatchgen final : public StageWork {
  public:
   SyntheticPatchgen(const patchgen::Manifest& manifest, const patchgen::PartPlan& part,
@@ -348,7 +300,7 @@ class SyntheticPatchgen final : public StageWork {
     for (size_t k = static_cast<size_t>(comm.rank()); k < manifest_.slides.size();
          k += static_cast<size_t>(comm.size())) {
       write_plan(patchgen::plan_path(dir_, manifest_.slides[k].slide_id),
-                 make_plan(static_cast<int>(k), part_.counts[k]), manifest_.slides[k],
+                 synthetic_plan(0, static_cast<int>(k), part_.counts[k]), manifest_.slides[k],
                  fingerprint_);
     }
     comm.barrier();
@@ -371,7 +323,7 @@ class SyntheticPatchgen final : public StageWork {
       const auto [position, ordinal] = order.locate(partition.global_index(context.rank, j));
       const int slide = part_.slides[position];
       if (open != position) {
-        plan = make_plan(slide, part_.counts[position]);
+        plan = synthetic_plan(0, slide, part_.counts[position]);
         open = position;
       }
       const patchgen::GridPatch& g = plan->patches[ordinal];
@@ -472,7 +424,7 @@ json generate(const Options& o, const Size& size, const Mixture& mixture, const 
   make_directories(run);
   const std::string patchgen_dir = (fs::path(run) / "patchgen").string();
   const std::string embed_dir = (fs::path(run) / "embed" / kTag).string();
-  const patchgen::Manifest manifest = make_manifest(o.slides, run);
+  const patchgen::Manifest manifest = synthetic_manifest(o.slides, run);
   patchgen::PartPlan part;
   for (int k = 0; k < o.slides; ++k) {
     part.slides.push_back(k);
@@ -612,10 +564,11 @@ double run_command(const std::string& command, const std::string& log) {
   return s;
 }
 
-json read_json(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) fail<IoError>("cannot read '{}'", path);
-  return json::parse(in);
+// A JSON file a finished child process must have written (read_json_file, refusing absence).
+json read_json_or_fail(const std::string& path) {
+  std::optional<json> j = read_json_file(path);
+  if (!j) fail<IoError>("cannot read '{}'", path);
+  return *j;
 }
 
 // The real ingest executable; returns wall time, rows/s and the per-rank figures of its markers.
@@ -630,12 +583,12 @@ json run_ingest(const Options& o, const std::string& run, const std::string& nam
   const double wall = run_command(command, log);
   const std::string out = (fs::path(run) / "ingest" / name).string();
   const std::string gen = (fs::path(out) / "gen-00000").string();  // a fresh ingest
-  const json success = read_json((fs::path(gen) / "_SUCCESS").string());
+  const json success = read_json_or_fail((fs::path(gen) / "_SUCCESS").string());
   const int64_t rows = success.at("rows").get<int64_t>();
   json per_rank = json::array();
   double rank_total_max = 0;
   for (int r = 0; r < ranks; ++r) {
-    const json m = read_json(marker_path(gen, r));
+    const json m = read_json_or_fail(marker_path(gen, r));
     const json& st = m.at("stats");
     const double total = st.at("total_s").get<double>();
     const int64_t mine = m.at("rows").get<int64_t>();
@@ -649,7 +602,7 @@ json run_ingest(const Options& o, const std::string& run, const std::string& nam
                         {"rows_per_s", total > 0 ? mine / total : 0.0},
                         {"peak_rss_mb", st.at("max_rss_bytes").get<double>() / 1048576.0}});
   }
-  const json catalog = read_json((fs::path(out) / "catalog.json").string());
+  const json catalog = read_json_or_fail((fs::path(out) / "catalog.json").string());
   json shard_xxh3 = json::array();
   for (const auto& s : catalog.at("shards")) {
     for (const auto& seg : s.at("segments")) shard_xxh3.push_back(seg.at("index").value("xxh3", ""));
@@ -705,7 +658,7 @@ json run_query(const Options& o, const std::string& run, const std::string& name
                   o.bin_dir, quoted((fs::path(run) / "ingest" / name).string()), quoted(vectors),
                   o.k, threads, quoted(result), single ? " --batch-size 1" : "");
   const double wall = run_command(command, log);
-  const json r = read_json(result);
+  const json r = read_json_or_fail(result);
   fs::remove(result);
   const auto& hits = r.at("queries");
   if (static_cast<int>(hits.size()) != queries) {

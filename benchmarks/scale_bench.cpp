@@ -28,6 +28,7 @@
 #include <spdlog/spdlog.h>
 
 #include "benchmarks/bench_report.h"
+#include "benchmarks/synthetic_run.h"
 #include "common/core/error.h"
 #include "common/core/fs.h"
 #include "common/core/hash.h"
@@ -59,14 +60,15 @@ namespace {
 
 namespace fs = std::filesystem;
 using bench::Stopwatch;
+using bench::splitmix64;
+using bench::synthetic_manifest;
+using bench::synthetic_plan;
+using bench::synthetic_uniform;
 using nlohmann::json;
 
 // The paper's cohort.
 constexpr int64_t kCohortSlides = 4185;
 constexpr int64_t kCohortPatches = 170'000'000;
-// A 224 px patch at 0.5 um/px read from a 0.25 um/px level 0: 448 level-0 pixels per side.
-constexpr int64_t kFootprint = 448;
-constexpr double kSlideMpp = 0.25;
 constexpr double kPi = 3.14159265358979323846;
 // Bytes per patch a rank holds while it walks one slide: read_plan's coords (16) and tissue (4)
 // vectors and the GridPatch list (24, padded).
@@ -167,19 +169,6 @@ BenchOptions bench_options_from(const po::variables_map& v, int world_size) {
   return o;
 }
 
-// splitmix64: the per-slide random stream, a pure function of (seed, slide, draw).
-uint64_t mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-double uniform(uint64_t seed, int64_t slide, uint64_t draw) {  // in (0, 1)
-  const uint64_t h = mix(mix(seed ^ mix(static_cast<uint64_t>(slide))) + draw);
-  return (static_cast<double>(h >> 11) + 0.5) * 0x1.0p-53;
-}
-
 // The synthetic cohort: per-slide patch counts drawn from a lognormal (the same draws at every
 // scale), normalised so the full-scale counts sum to ~170M and the benchmark's to patches_total.
 struct Cohort {
@@ -192,8 +181,8 @@ struct Cohort {
 Cohort make_cohort(const BenchOptions& o) {
   std::vector<double> w(static_cast<size_t>(o.slides));
   for (int k = 0; k < o.slides; ++k) {
-    const double z = std::sqrt(-2 * std::log(uniform(o.seed, k, 0))) *
-                     std::cos(2 * kPi * uniform(o.seed, k, 1));
+    const double z = std::sqrt(-2 * std::log(synthetic_uniform(o.seed, k, 0))) *
+                     std::cos(2 * kPi * synthetic_uniform(o.seed, k, 1));
     w[k] = std::exp(o.count_sigma * z);
   }
   const double sum = std::accumulate(w.begin(), w.end(), 0.0);
@@ -215,51 +204,6 @@ json count_stats(std::vector<int64_t> v) {
   const double sum = std::accumulate(v.begin(), v.end(), 0.0);
   return {{"total", static_cast<int64_t>(sum)}, {"mean", sum / v.size()}, {"min", v.front()},
           {"p50", at(0.5)}, {"p99", at(0.99)}, {"max", v.back()}};
-}
-
-patchgen::Manifest make_manifest(int slides, const std::string& scratch) {
-  patchgen::Manifest m;
-  m.path = (fs::path(scratch) / "synthetic-manifest.csv").string();  // never written or read
-  m.metadata_columns = {"site"};
-  for (int k = 0; k < slides; ++k) {
-    patchgen::SlideEntry e;
-    e.index = k;
-    e.slide_id = fmt::format("slide-{:05d}", k);
-    e.path = (fs::path(scratch) / "synthetic-slides" / (e.slide_id + ".svs")).string();
-    e.patient_id = fmt::format("patient-{:05d}", k / 2);
-    e.metadata = {fmt::format("site-{:02d}", k % 37)};
-    m.slides.push_back(std::move(e));
-  }
-  return m;
-}
-
-// The plan of slide k: `count` patches on a grid of ~4:3 aspect in (y, x) order, tissue fractions
-// in [0.25, 1). A pure function of (seed, k, count).
-patchgen::SlidePlan make_plan(uint64_t seed, int k, int64_t count) {
-  const auto cols = static_cast<int64_t>(std::ceil(std::sqrt(count * 4.0 / 3.0)));
-  const int64_t rows = (count + cols - 1) / cols;
-  patchgen::SlidePlan p;
-  p.index = k;
-  p.ok = true;
-  p.width = (cols + 1) * kFootprint;
-  p.height = (rows + 1) * kFootprint;
-  p.mpp_x = p.mpp_y = kSlideMpp;
-  p.mpp_source = "synthetic";
-  p.vendor = "synthetic";
-  p.level.level = 0;
-  p.level.level_downsample = 1;
-  p.level.level_mpp = kSlideMpp;
-  p.level.read_size = static_cast<int>(kFootprint);
-  p.level.resample = true;
-  p.level.footprint = static_cast<double>(kFootprint);
-  p.patch_count = count;
-  p.tissue_pixels = count * 196;  // 14 x 14 detection pixels per footprint at downsample 32
-  p.patches.resize(static_cast<size_t>(count));
-  for (int64_t i = 0; i < count; ++i) {
-    const float tissue = static_cast<float>(0.25 + 0.75 * uniform(seed, k, 2 + i));
-    p.patches[i] = {(i % cols) * kFootprint, (i / cols) * kFootprint, tissue};
-  }
-  return p;
 }
 
 // Bytes the run directory will hold, per kind of file (estimate; HDF5 overheads not counted).
@@ -388,7 +332,7 @@ json repetition(int index, const Setup& s, const std::string& run_dir, Comm& com
     for (size_t k = static_cast<size_t>(rank); k < n; k += static_cast<size_t>(ranks)) {
       const patchgen::SlideEntry& entry = s.manifest.slides[k];
       const patchgen::SlidePlan plan =
-          make_plan(s.o.seed, static_cast<int>(k), s.cohort.counts[k]);
+          synthetic_plan(s.o.seed, static_cast<int>(k), s.cohort.counts[k]);
       write_plan(patchgen::plan_path(stage_dir, entry.slide_id), plan, entry, s.fingerprint);
       ++slides;
       patches += plan.patch_count;
@@ -536,7 +480,7 @@ json repetition(int index, const Setup& s, const std::string& run_dir, Comm& com
       Stopwatch fill;
       values.resize(r.size() * static_cast<size_t>(s.o.dim));
       for (size_t i = 0; i < r.size(); ++i) {  // a pure function of (patch id, component)
-        const auto base = static_cast<uint32_t>(mix(static_cast<uint64_t>(r.patch_id[i])));
+        const auto base = static_cast<uint32_t>(splitmix64(static_cast<uint64_t>(r.patch_id[i])));
         float* row = values.data() + i * s.o.dim;
         for (int j = 0; j < s.o.dim; ++j) {
           row[j] = static_cast<float>((base + 40503u * static_cast<uint32_t>(j)) >> 16) / 65536.f -
@@ -627,7 +571,7 @@ int bench_main(const po::variables_map& values, Comm& comm, const json& command)
   const BenchOptions& o = s.o;
   const std::string run_dir = (fs::path(o.scratch) / ("np" + std::to_string(comm.size()))).string();
   s.cohort = make_cohort(o);
-  s.manifest = make_manifest(o.slides, o.scratch);
+  s.manifest = synthetic_manifest(o.slides, o.scratch);
   s.patchgen.patch_size = o.patch_size;
   s.patchgen.layout.patch_size = o.patch_size;
   s.patchgen.layout.encoding = "raw";
