@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <limits>
-#include <sstream>
 
 #include "common/core/error.h"
 #include "common/core/fs.h"
@@ -129,23 +128,6 @@ Image8 PatchLookup::pixels(const StoredPatch& patch, std::string* why) const {
   }
   if (why) *why = problem;
   return {};
-}
-
-std::vector<std::pair<std::string, std::string>> read_ini(const std::string& path) {
-  std::istringstream in(read_file(path));
-  std::vector<std::pair<std::string, std::string>> pairs;
-  for (std::string line; std::getline(in, line);) {
-    const size_t hash = line.find('#');
-    if (hash != std::string::npos) line.resize(hash);
-    const size_t eq = line.find('=');
-    if (eq == std::string::npos) continue;
-    auto trim = [](std::string s) {
-      const size_t a = s.find_first_not_of(" \t\r"), b = s.find_last_not_of(" \t\r");
-      return a == std::string::npos ? std::string() : s.substr(a, b - a + 1);
-    };
-    pairs.emplace_back(trim(line.substr(0, eq)), trim(line.substr(eq + 1)));
-  }
-  return pairs;
 }
 
 }  // namespace tessera::query

@@ -46,7 +46,4 @@ class PatchLookup {
   std::unique_ptr<Impl> impl_;
 };
 
-// Reads one `key = value` INI file (a stage's config.ini) into pairs. Throws IoError naming it.
-std::vector<std::pair<std::string, std::string>> read_ini(const std::string& path);
-
 }  // namespace tessera::query

@@ -12,11 +12,13 @@
 #include "common/core/cpu.h"
 #include "common/core/error.h"
 #include "common/core/fs.h"
+#include "common/core/options.h"
 #include "common/slide/slide.h"
 #include "common/stage/partition.h"
 #include "common/store/vector_meta.h"
 #include "common/vector/catalog.h"
 #include "common/vector/vector_index.h"
+#include "stages/embed/config.h"
 #include "stages/embed/model.h"
 #include "stages/query/inputs.h"
 #include "stages/query/lookup.h"
@@ -63,16 +65,14 @@ std::vector<float> embed_image(const Config& config, const Catalog& catalog, Ima
     resize_patch(image.pixels.data(), image.width, resized.pixels.data(), S);
     image = std::move(resized);
   }
+  // embed's config.ini, read back through embed's own options, describes the model it ran.
   const std::string ini = catalog.path(catalog.sources.at(0).embed_dir + "/config.ini");
-  embed::ModelSpec spec;
-  spec.precision_mode = "cast";  // runs made before config.ini recorded the mode
-  for (const auto& [key, value] : read_ini(ini)) {
-    if (key == "precision-mode") spec.precision_mode = value;
-    if (key == "model") spec.model = value;
-    if (key == "preset") spec.preset_path = value;
-    if (key == "seed") spec.seed = std::stoull(value);
-    if (key == "precision") spec.precision = value;
-  }
+  po::options_description desc = embed::option_table().description();
+  add_common_options(desc);
+  const po::variables_map values = parse_options(desc, {"--config", ini}).values;
+  embed::ModelSpec spec = embed::model_spec(embed::config_from(values), 0);
+  // Runs made before config.ini recorded the mode cast the whole module.
+  if (values["precision-mode"].defaulted()) spec.precision_mode = "cast";
   spec.device = config.device;
   if (spec.device == "cpu" && spec.precision == "fp16") {
     spdlog::warn("the embeddings were made in fp16, which libtorch cannot run on the CPU: the query "
