@@ -78,14 +78,25 @@ std::vector<int64_t> allowed_ids(const VectorMeta& meta, const Filter& filter) {
   const VectorSlideTable& t = meta.slides;
   const int64_t n = static_cast<int64_t>(r.size());
   const size_t slides = t.size();
-  std::vector<int64_t> x(n), y(n), level(slides), patch_size(slides, meta.patch_size),
-      read_size(slides);
-  std::vector<double> tissue(n), mpp(slides, meta.mpp);
-  for (int64_t i = 0; i < n; ++i) {
-    x[i] = r.coords[2 * i];
-    y[i] = r.coords[2 * i + 1];
-    tissue[i] = r.tissue[i];
+  std::vector<int64_t> level(slides), patch_size(slides, meta.patch_size), read_size(slides);
+  std::vector<double> mpp(slides, meta.mpp);
+  // Row-level columns stored in another shape (interleaved coords, float tissue) are copied only
+  // when the filter reads them: a filter on slide metadata costs no per-row copy.
+  const std::vector<std::string> used = filter.columns_used();
+  auto uses = [&](const char* column) {
+    return std::find(used.begin(), used.end(), column) != used.end();
+  };
+  std::vector<int64_t> x, y;
+  std::vector<double> tissue;
+  if (uses("x") || uses("y")) {
+    x.resize(n);
+    y.resize(n);
+    for (int64_t i = 0; i < n; ++i) {
+      x[i] = r.coords[2 * i];
+      y[i] = r.coords[2 * i + 1];
+    }
   }
+  if (uses("tissue")) tissue.assign(r.tissue.begin(), r.tissue.end());
   for (size_t s = 0; s < slides; ++s) {
     level[s] = t.level[s];
     read_size[s] = t.read_size[s];
