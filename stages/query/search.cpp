@@ -135,7 +135,6 @@ std::vector<int64_t> allowed_ids(const VectorMeta& meta, const Filter& filter) {
 
 struct ShardSet::Impl {
   std::vector<Segment> segments;
-  VectorSlideTable slides;
   bool higher_is_better = true;
   int dim = 0;
   int64_t rows = 0, matching = 0;
@@ -154,7 +153,6 @@ ShardSet::ShardSet(const Catalog& catalog, const std::vector<int>& shards, bool 
   }
   impl_->dim = catalog.dim;
   impl_->higher_is_better = catalog.metric == "ip";
-  bool have_slides = false;
   for (int k : shards) {
     for (const CatalogSegment& s : catalog.shards.at(k).segments) {
       const std::string index_path = catalog.path(s.index.file);
@@ -179,18 +177,10 @@ ShardSet::ShardSet(const Catalog& catalog, const std::vector<int>& shards, bool 
       if (filter) seg.allowed = allowed_ids(seg.meta, *filter);
       impl_->rows += n;
       impl_->matching += seg.allowed ? static_cast<int64_t>(seg.allowed->size()) : n;
-      if (!have_slides) {
-        impl_->slides = seg.meta.slides;
-        have_slides = true;
-      }
-      // Only the columns needed to report hits stay; the slide table is kept once.
+      // Only the columns needed to report hits stay; the caller holds the slide table.
       seg.meta.slides = {};
       impl_->segments.push_back(std::move(seg));
     }
-  }
-  if (!have_slides && !catalog.shards.empty()) {
-    const auto& segs = catalog.shards.front().segments;
-    if (!segs.empty()) impl_->slides = read_vector_meta(catalog.path(segs.front().meta.file), false).slides;
   }
 }
 
@@ -198,7 +188,6 @@ ShardSet::~ShardSet() = default;
 ShardSet::ShardSet(ShardSet&&) noexcept = default;
 ShardSet& ShardSet::operator=(ShardSet&&) noexcept = default;
 
-const VectorSlideTable& ShardSet::slides() const { return impl_->slides; }
 int64_t ShardSet::rows() const { return impl_->rows; }
 int64_t ShardSet::matching_rows() const { return impl_->matching; }
 

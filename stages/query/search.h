@@ -58,8 +58,6 @@ class ShardSet {
   ShardSet(ShardSet&&) noexcept;
   ShardSet& operator=(ShardSet&&) noexcept;
 
-  // The slide table (the same in every shard).
-  const VectorSlideTable& slides() const;
   int64_t rows() const;          // vectors in the loaded shards
   int64_t matching_rows() const; // of which the filter allows (rows() without a filter)
 
