@@ -226,6 +226,9 @@ case "$case_name" in
       [[ "$(squeue -h -j "${jobs[1]}_0" -o %T)" == PENDING ]] && break
       sleep 0.1
     done
+    # But slurmd refuses a credential made in the second it revoked the old one ("Job credential
+    # revoked", and the task ends FAILED): start it 2 s later.
+    sleep 2
     scontrol update JobId="${jobs[1]}_0" StartTime=now
     wait_jobs "${jobs[@]}"
     expect_all_completed "${jobs[@]}"
