@@ -12,6 +12,9 @@ pkg_check_modules(HDF5 REQUIRED IMPORTED_TARGET hdf5-serial)
 pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
 pkg_check_modules(PNG REQUIRED IMPORTED_TARGET libpng)
 pkg_check_modules(TURBOJPEG REQUIRED IMPORTED_TARGET libturbojpeg)
+# libjpeg-turbo's libjpeg API (same library as TurboJPEG): the direct tile reader must set the
+# JPEG colour space as OpenSlide does, which the TurboJPEG API cannot.
+pkg_check_modules(JPEG REQUIRED IMPORTED_TARGET libjpeg)
 if(TESSERA_BUILD_PATCHGEN)
   pkg_check_modules(OPENSLIDE REQUIRED IMPORTED_TARGET openslide)
   pkg_check_modules(TIFF REQUIRED IMPORTED_TARGET libtiff-4)

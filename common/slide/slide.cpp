@@ -57,9 +57,50 @@ Slide::Slide(openslide_t* osr, std::string path) : osr_(osr), path_(std::move(pa
   check_error("reading level dimensions");
 }
 
+SlideReader parse_slide_reader(const std::string& text, const std::string& option) {
+  if (text == "openslide") return SlideReader::kOpenSlide;
+  if (text == "direct") return SlideReader::kDirect;
+  if (text == "auto") return SlideReader::kAuto;
+  fail<InvalidInput>("invalid --{}: '{}' (expected openslide, direct or auto)", option, text);
+}
+
+const char* to_string(SlideReader reader) {
+  switch (reader) {
+    case SlideReader::kOpenSlide: return "openslide";
+    case SlideReader::kDirect: return "direct";
+    case SlideReader::kAuto: break;
+  }
+  return "auto";
+}
+
+Slide Slide::open(const std::string& path, SlideReader reader, size_t tile_cache_bytes) {
+  Slide slide = open(path);
+  if (reader == SlideReader::kOpenSlide) return slide;
+  const std::string vendor = slide.vendor();
+  std::string why;
+  if (vendor != "generic-tiff" && vendor != "aperio") {
+    why = fmt::format("vendor '{}' (the direct reader takes generic-tiff and aperio)", vendor);
+  } else {
+    slide.direct_ = TileReader::open(path, slide.dims_, tile_cache_bytes, &why);
+  }
+  if (!slide.direct_) {
+    if (reader == SlideReader::kDirect) {
+      fail<IoError>("cannot read slide '{}' with --reader direct: {} (use --reader auto or "
+                    "openslide)",
+                    path, why);
+    }
+    slide.direct_refusal_ = why;
+  }
+  return slide;
+}
+
+TileReaderStats Slide::direct_stats() const { return direct_ ? direct_->stats() : TileReaderStats{}; }
+
 Slide::Slide(Slide&& other) noexcept
     : osr_(other.osr_), path_(std::move(other.path_)), dims_(std::move(other.dims_)),
-      downsamples_(std::move(other.downsamples_)), argb_(std::move(other.argb_)) {
+      downsamples_(std::move(other.downsamples_)), argb_(std::move(other.argb_)),
+      direct_(std::move(other.direct_)), direct_refusal_(std::move(other.direct_refusal_)),
+      fallbacks_(other.fallbacks_) {
   other.osr_ = nullptr;
 }
 
@@ -72,6 +113,9 @@ Slide& Slide::operator=(Slide&& other) noexcept {
     dims_ = std::move(other.dims_);
     downsamples_ = std::move(other.downsamples_);
     argb_ = std::move(other.argb_);
+    direct_ = std::move(other.direct_);
+    direct_refusal_ = std::move(other.direct_refusal_);
+    fallbacks_ = other.fallbacks_;
   }
   return *this;
 }
@@ -103,6 +147,17 @@ void Slide::read_argb(int64_t x, int64_t y, int level, int w, int h, uint32_t* a
 }
 
 void Slide::read_rgb(int64_t x, int64_t y, int level, int w, int h, uint8_t* rgb) const {
+  if (direct_) {
+    // OpenSlide paints level `level` from (x / downsample, y / downsample): a whole pixel is a
+    // plain copy, which the direct reader reproduces; a fraction is interpolated, left to it.
+    const double lx = static_cast<double>(x) / downsamples_[level];
+    const double ly = static_cast<double>(y) / downsamples_[level];
+    if (lx == std::floor(lx) && ly == std::floor(ly)) {
+      direct_->read_rgb(level, static_cast<int64_t>(lx), static_cast<int64_t>(ly), w, h, rgb);
+      return;
+    }
+    ++fallbacks_;
+  }
   argb_.resize(static_cast<size_t>(w) * h);
   read_argb(x, y, level, w, h, argb_.data());
   argb_to_rgb(argb_.data(), argb_.size(), rgb);

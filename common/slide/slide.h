@@ -4,21 +4,36 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "common/slide/png_io.h"
+#include "common/slide/tile_reader.h"
 
 typedef struct _openslide openslide_t;
 
 namespace tessera {
+
+// How a Slide reads pixels: always through OpenSlide, through the direct tile reader
+// (common/slide/tile_reader.h; opening fails for a slide it cannot read), or `auto`: direct where it
+// can, OpenSlide otherwise. Planning (levels, properties, thumbnails) always uses OpenSlide.
+enum class SlideReader { kOpenSlide, kDirect, kAuto };
+
+// "openslide", "direct" or "auto"; throws InvalidInput naming `option` otherwise.
+SlideReader parse_slide_reader(const std::string& text, const std::string& option);
+const char* to_string(SlideReader reader);
 
 class Slide {
  public:
   // Opens `path`. Throws IoError naming the file with OpenSlide's reason ("unsupported or missing
   // format" when OpenSlide does not recognise it).
   static Slide open(const std::string& path);
+  // Opens `path` reading pixels as `reader` says. With kDirect, a slide the direct reader refuses
+  // throws IoError naming the file and the reason. `tile_cache_bytes` bounds the direct reader's
+  // decoded tiles (0: TileReader's default).
+  static Slide open(const std::string& path, SlideReader reader, size_t tile_cache_bytes = 0);
   // Opens `path` when OpenSlide recognises it; nullopt otherwise, with OpenSlide's error in
   // `error` when it recognised the file but could not open it.
   static std::optional<Slide> try_open(const std::string& path, std::string* error = nullptr);
@@ -37,8 +52,19 @@ class Slide {
   std::optional<std::string> property(const std::string& name) const;
   std::string vendor() const;
 
+  // "direct" when reads go through the direct tile reader, else "openslide".
+  const char* reader() const { return direct_ ? "direct" : "openslide"; }
+  // Why the direct reader was not used (SlideReader::kAuto on a slide it refuses); else empty.
+  const std::string& direct_refusal() const { return direct_refusal_; }
+  // The direct reader's counters (all zero without it), and the reads that fell back to OpenSlide
+  // because the level position was not a whole pixel (OpenSlide then interpolates).
+  TileReaderStats direct_stats() const;
+  int64_t openslide_fallbacks() const { return fallbacks_; }
+
   // Reads the w x h region whose top-left corner is level-0 (x, y), at `level`, as RGB into `rgb`
-  // (w*h*3 bytes). OpenSlide's premultiplied ARGB is converted with argb_to_rgb. Throws IoError
+  // (w*h*3 bytes). With the direct reader, when (x, y) / downsample(level) is a whole pixel, the
+  // region is cut from decoded tiles (same pixels); otherwise OpenSlide's premultiplied ARGB is
+  // converted with argb_to_rgb. Throws IoError
   // naming the file and region when OpenSlide reports an error; after an error the slide is
   // unusable (OpenSlide errors are sticky). OpenSlide's output goes through a buffer the Slide
   // keeps and reuses, so reading patch after patch allocates nothing.
@@ -56,6 +82,9 @@ class Slide {
   std::vector<std::pair<int64_t, int64_t>> dims_;
   std::vector<double> downsamples_;
   mutable std::vector<uint32_t> argb_;  // read_rgb's OpenSlide output
+  std::unique_ptr<TileReader> direct_;  // mutable state behind const reads (its tile cache)
+  std::string direct_refusal_;
+  mutable int64_t fallbacks_ = 0;
 };
 
 // Resizes a src_size^2 RGB patch to dst_size^2: area filter when shrinking, bilinear when

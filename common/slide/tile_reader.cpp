@@ -1,0 +1,384 @@
+#include "common/slide/tile_reader.h"
+
+#include <fcntl.h>
+#include <tiffio.h>
+#include <unistd.h>
+
+#include <csetjmp>
+#include <cstdio>  // jpeglib.h needs FILE
+#include <jpeglib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdarg>
+#include <cstring>
+#include <list>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "common/core/error.h"
+
+namespace tessera {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// libtiff's messages about one file, kept instead of printed (vendor tags make it chatty).
+int keep_message(TIFF*, void* user_data, const char* module, const char* fmt_text, va_list ap) {
+  char text[512];
+  std::vsnprintf(text, sizeof text, fmt_text, ap);
+  auto* last = static_cast<std::string*>(user_data);
+  *last = module ? fmt::format("{}: {}", module, text) : std::string(text);
+  return 1;
+}
+
+// libjpeg's error manager: an error jumps back to decode() with the message.
+struct JpegError {
+  jpeg_error_mgr mgr;
+  std::jmp_buf jump;
+  char message[JMSG_LENGTH_MAX];
+};
+
+void jpeg_fail(j_common_ptr cinfo) {
+  auto* e = reinterpret_cast<JpegError*>(cinfo->err);
+  (*cinfo->err->format_message)(cinfo, e->message);
+  std::longjmp(e->jump, 1);
+}
+
+void jpeg_quiet(j_common_ptr, int) {}
+
+// Decodes one complete JPEG stream of a w x h tile to RGB, reading it as colour space `space`
+// whatever its markers say, as OpenSlide does (TIFF's photometric decides: Aperio's RGB JPEG
+// tiles carry no marker). libjpeg's defaults otherwise: accurate integer IDCT, smooth upsampling.
+// Returns an empty string, or libjpeg's reason. Only trivially destructible objects live here,
+// as an error longjmps.
+std::string decode(jpeg_decompress_struct& cinfo, JpegError& err, const uint8_t* data,
+                   size_t size, J_COLOR_SPACE space, int w, int h, uint8_t* rgb) {
+  if (setjmp(err.jump)) {
+    jpeg_abort_decompress(&cinfo);
+    return err.message;
+  }
+  jpeg_mem_src(&cinfo, data, static_cast<unsigned long>(size));
+  jpeg_read_header(&cinfo, TRUE);
+  if (static_cast<int>(cinfo.image_width) != w || static_cast<int>(cinfo.image_height) != h ||
+      cinfo.num_components != 3) {
+    jpeg_abort_decompress(&cinfo);
+    return fmt::format("a {}x{} JPEG with {} components, not a {}x{} RGB tile", cinfo.image_width,
+                       cinfo.image_height, cinfo.num_components, w, h);
+  }
+  cinfo.jpeg_color_space = space;
+  cinfo.out_color_space = JCS_RGB;
+  jpeg_start_decompress(&cinfo);
+  while (cinfo.output_scanline < cinfo.output_height) {
+    JSAMPROW rows[8];
+    const int n = static_cast<int>(std::min<JDIMENSION>(8, cinfo.output_height - cinfo.output_scanline));
+    for (int i = 0; i < n; ++i) rows[i] = rgb + (static_cast<size_t>(cinfo.output_scanline) + i) * w * 3;
+    jpeg_read_scanlines(&cinfo, rows, static_cast<JDIMENSION>(n));
+  }
+  jpeg_finish_decompress(&cinfo);
+  return {};
+}
+
+struct TiffCloser {
+  void operator()(TIFF* t) const { TIFFClose(t); }
+};
+
+// One directory of the file as a level.
+struct DirLevel {
+  int64_t width = 0;
+  int64_t height = 0;
+  int tile_w = 0;
+  int tile_h = 0;
+  int64_t cols = 0;
+  int64_t rows = 0;
+  std::vector<uint64_t> offsets;  // per tile, row-major (TIFF's order)
+  std::vector<uint64_t> sizes;
+  std::vector<uint8_t> tables;    // JPEGTables without its EOI, or empty
+  J_COLOR_SPACE space = JCS_YCbCr;  // what the JPEG streams are decoded as (TIFF's photometric)
+};
+
+// Why directory `dir` (current in `tif`) cannot be a direct level; empty when it can.
+std::string unsuitable(TIFF* tif) {
+  uint16_t compression = 0, photometric = 0, spp = 0, bps = 0, planar = PLANARCONFIG_CONTIG;
+  uint16_t orientation = ORIENTATION_TOPLEFT;
+  if (!TIFFIsTiled(tif)) return "not tiled";
+  TIFFGetFieldDefaulted(tif, TIFFTAG_COMPRESSION, &compression);
+  if (compression != COMPRESSION_JPEG) return fmt::format("compression {} is not JPEG", compression);
+  TIFFGetFieldDefaulted(tif, TIFFTAG_SAMPLESPERPIXEL, &spp);
+  TIFFGetFieldDefaulted(tif, TIFFTAG_BITSPERSAMPLE, &bps);
+  TIFFGetFieldDefaulted(tif, TIFFTAG_PLANARCONFIG, &planar);
+  if (spp != 3 || bps != 8 || planar != PLANARCONFIG_CONTIG) {
+    return fmt::format("{} samples of {} bits, planar config {}", spp, bps, planar);
+  }
+  if (!TIFFGetField(tif, TIFFTAG_PHOTOMETRIC, &photometric) ||
+      (photometric != PHOTOMETRIC_YCBCR && photometric != PHOTOMETRIC_RGB)) {
+    return fmt::format("photometric {} is neither YCbCr nor RGB", photometric);
+  }
+  TIFFGetFieldDefaulted(tif, TIFFTAG_ORIENTATION, &orientation);
+  if (orientation != ORIENTATION_TOPLEFT) return fmt::format("orientation {}", orientation);
+  return {};
+}
+
+}  // namespace
+
+struct TileReader::Impl {
+  std::string path;
+  int fd = -1;
+  jpeg_decompress_struct cinfo{};
+  JpegError jpeg_error{};
+  std::vector<DirLevel> levels;
+  size_t capacity = 1;  // tiles kept
+  // LRU of decoded tiles: front is the most recently used.
+  struct Entry {
+    uint64_t key;
+    std::vector<uint8_t> rgb;
+  };
+  std::list<Entry> lru;
+  std::unordered_map<uint64_t, std::list<Entry>::iterator> index;
+  std::vector<uint8_t> compressed;  // tables + one tile's stream
+
+  Impl() {
+    cinfo.err = jpeg_std_error(&jpeg_error.mgr);
+    jpeg_error.mgr.error_exit = jpeg_fail;
+    jpeg_error.mgr.emit_message = jpeg_quiet;
+    jpeg_create_decompress(&cinfo);
+  }
+  ~Impl() {
+    jpeg_destroy_decompress(&cinfo);
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+TileReader::TileReader(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+TileReader::~TileReader() = default;
+
+int TileReader::tile_width(int level) const { return impl_->levels.at(level).tile_w; }
+int TileReader::tile_height(int level) const { return impl_->levels.at(level).tile_h; }
+
+std::unique_ptr<TileReader> TileReader::open(
+    const std::string& path, const std::vector<std::pair<int64_t, int64_t>>& levels,
+    size_t cache_bytes, std::string* why_not) {
+  auto refuse = [&](std::string reason) -> std::unique_ptr<TileReader> {
+    if (why_not != nullptr) *why_not = std::move(reason);
+    return nullptr;
+  };
+  if (levels.empty()) return refuse("no levels");
+  std::string message;
+  TIFFOpenOptions* options = TIFFOpenOptionsAlloc();
+  TIFFOpenOptionsSetErrorHandlerExtR(options, keep_message, &message);
+  TIFFOpenOptionsSetWarningHandlerExtR(options, keep_message, &message);
+  std::unique_ptr<TIFF, TiffCloser> tif(TIFFOpenExt(path.c_str(), "r", options));
+  TIFFOpenOptionsFree(options);
+  if (!tif) return refuse(fmt::format("libtiff cannot open it ({})", message));
+
+  // Every directory with its dimensions, then each OpenSlide level matched by dimensions.
+  struct Dir {
+    tdir_t index;
+    int64_t width, height;
+  };
+  std::vector<Dir> dirs;
+  do {
+    uint32_t w = 0, h = 0;
+    TIFFGetField(tif.get(), TIFFTAG_IMAGEWIDTH, &w);
+    TIFFGetField(tif.get(), TIFFTAG_IMAGELENGTH, &h);
+    dirs.push_back({TIFFCurrentDirectory(tif.get()), w, h});
+  } while (TIFFReadDirectory(tif.get()));
+
+  auto impl = std::make_unique<Impl>();
+  impl->path = path;
+  size_t largest_tile = 0;
+  for (size_t l = 0; l < levels.size(); ++l) {
+    const auto [lw, lh] = levels[l];
+    std::string reason = "no TIFF directory has its dimensions";
+    bool found = false;
+    for (const Dir& d : dirs) {
+      if (d.width != lw || d.height != lh) continue;
+      if (!TIFFSetDirectory(tif.get(), d.index)) continue;
+      reason = unsuitable(tif.get());
+      if (!reason.empty()) continue;
+      DirLevel level;
+      level.width = lw;
+      level.height = lh;
+      uint32_t tw = 0, th = 0;
+      TIFFGetField(tif.get(), TIFFTAG_TILEWIDTH, &tw);
+      TIFFGetField(tif.get(), TIFFTAG_TILELENGTH, &th);
+      if (tw == 0 || th == 0 || tw > 8192 || th > 8192) {
+        reason = fmt::format("tile size {}x{}", tw, th);
+        continue;
+      }
+      uint16_t photometric = 0;
+      TIFFGetField(tif.get(), TIFFTAG_PHOTOMETRIC, &photometric);
+      level.space = photometric == PHOTOMETRIC_RGB ? JCS_RGB : JCS_YCbCr;
+      level.tile_w = static_cast<int>(tw);
+      level.tile_h = static_cast<int>(th);
+      level.cols = (lw + tw - 1) / tw;
+      level.rows = (lh + th - 1) / th;
+      const auto tiles = static_cast<size_t>(TIFFNumberOfTiles(tif.get()));
+      uint64_t* offsets = nullptr;
+      uint64_t* sizes = nullptr;
+      if (tiles != static_cast<size_t>(level.cols * level.rows) ||
+          !TIFFGetField(tif.get(), TIFFTAG_TILEOFFSETS, &offsets) ||
+          !TIFFGetField(tif.get(), TIFFTAG_TILEBYTECOUNTS, &sizes) || !offsets || !sizes) {
+        reason = "tile offsets missing or inconsistent";
+        continue;
+      }
+      level.offsets.assign(offsets, offsets + tiles);
+      level.sizes.assign(sizes, sizes + tiles);
+      uint32_t tables_size = 0;
+      void* tables = nullptr;
+      if (TIFFGetField(tif.get(), TIFFTAG_JPEGTABLES, &tables_size, &tables) && tables &&
+          tables_size >= 4) {
+        const auto* t = static_cast<const uint8_t*>(tables);
+        level.tables.assign(t, t + tables_size - 2);  // without EOI: the tile's stream follows
+      }
+      impl->levels.push_back(std::move(level));
+      found = true;
+      break;
+    }
+    if (!found) return refuse(fmt::format("level {} ({}x{}): {}", l, lw, lh, reason));
+    const DirLevel& level = impl->levels.back();
+    largest_tile = std::max(largest_tile, static_cast<size_t>(level.tile_w) * level.tile_h * 3);
+  }
+  tif.reset();
+
+  impl->fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (impl->fd < 0) return refuse(fmt::format("cannot open: {}", std::strerror(errno)));
+  if (cache_bytes == 0) {
+    int64_t cols = 0;
+    for (const DirLevel& level : impl->levels) cols = std::max(cols, level.cols);
+    impl->capacity = std::min(static_cast<size_t>(2 * cols + 4), kMaxDefaultTileCache / largest_tile);
+  } else {
+    impl->capacity = cache_bytes / largest_tile;
+  }
+  impl->capacity = std::max<size_t>(1, impl->capacity);
+  std::unique_ptr<TileReader> reader(new TileReader(std::move(impl)));
+
+  // One tile of each level must decode (a JPEG the reader cannot take is OpenSlide's to read).
+  for (size_t l = 0; l < reader->impl_->levels.size(); ++l) {
+    const DirLevel& level = reader->impl_->levels[l];
+    const auto first = std::find_if(level.sizes.begin(), level.sizes.end(),
+                                    [](uint64_t s) { return s > 0; });
+    if (first == level.sizes.end()) continue;
+    try {
+      reader->tile(static_cast<int>(l), (first - level.sizes.begin()) % level.cols,
+                   (first - level.sizes.begin()) / level.cols);
+    } catch (const Error& e) {
+      return refuse(fmt::format("level {}: {}", l, e.what()));
+    }
+  }
+  // Counters and cache describe the caller's reads only.
+  reader->impl_->lru.clear();
+  reader->impl_->index.clear();
+  reader->stats_ = {};
+  return reader;
+}
+
+const uint8_t* TileReader::tile(int level_index, int64_t col, int64_t row) {
+  Impl& m = *impl_;
+  const DirLevel& level = m.levels[level_index];
+  const int64_t t = row * level.cols + col;
+  const uint64_t key = (static_cast<uint64_t>(level_index) << 48) | static_cast<uint64_t>(t);
+  if (auto it = m.index.find(key); it != m.index.end()) {
+    m.lru.splice(m.lru.begin(), m.lru, it->second);
+    ++stats_.tile_hits;
+    return it->second->rgb.data();
+  }
+  const uint64_t size = level.sizes[t];
+  if (size == 0) return nullptr;
+  if (size > (256u << 20)) {
+    fail<IoError>("slide '{}': level {} tile ({}, {}) claims {} bytes", m.path, level_index, col,
+                  row, size);
+  }
+
+  // Tables (without EOI) then the tile's stream (without SOI): one complete JPEG. The stream is
+  // read in place, its SOI landing on the tables' last two bytes, which are then put back.
+  auto t0 = Clock::now();
+  const size_t base = level.tables.empty() ? 0 : level.tables.size() - 2;
+  m.compressed.resize(base + size);
+  std::copy(level.tables.begin(), level.tables.begin() + static_cast<std::ptrdiff_t>(base),
+            m.compressed.begin());
+  size_t got = 0;
+  while (got < size) {
+    const ssize_t n = ::pread(m.fd, m.compressed.data() + base + got, size - got,
+                              static_cast<off_t>(level.offsets[t] + got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      fail<IoError>("slide '{}': cannot read level {} tile ({}, {}) at offset {}: {}", m.path,
+                    level_index, col, row, level.offsets[t],
+                    n < 0 ? std::strerror(errno) : "file ends early");
+    }
+    got += static_cast<size_t>(n);
+  }
+  if (!level.tables.empty()) {
+    if (size < 2 || m.compressed[base] != 0xFF || m.compressed[base + 1] != 0xD8) {
+      fail<IoError>("slide '{}': level {} tile ({}, {}) is not a JPEG stream", m.path,
+                    level_index, col, row);
+    }
+    m.compressed[base] = level.tables[base];
+    m.compressed[base + 1] = level.tables[base + 1];
+  }
+  stats_.bytes_read += static_cast<int64_t>(size);
+  stats_.read_s += since(t0);
+
+  t0 = Clock::now();
+  // Reuse the least recently used buffer when the cache is full.
+  std::vector<uint8_t> rgb;
+  if (m.lru.size() >= m.capacity) {
+    rgb = std::move(m.lru.back().rgb);
+    m.index.erase(m.lru.back().key);
+    m.lru.pop_back();
+  }
+  rgb.resize(static_cast<size_t>(level.tile_w) * level.tile_h * 3);
+  const std::string error = decode(m.cinfo, m.jpeg_error, m.compressed.data(), m.compressed.size(),
+                                   level.space, level.tile_w, level.tile_h, rgb.data());
+  if (!error.empty()) {
+    fail<IoError>("slide '{}': cannot decode level {} tile ({}, {}): {}", m.path, level_index, col,
+                  row, error);
+  }
+  stats_.decode_s += since(t0);
+  ++stats_.tiles_decoded;
+  m.lru.push_front({key, std::move(rgb)});
+  m.index[key] = m.lru.begin();
+  return m.lru.front().rgb.data();
+}
+
+void TileReader::read_rgb(int level_index, int64_t x, int64_t y, int w, int h, uint8_t* rgb) {
+  const DirLevel& level = impl_->levels.at(level_index);
+  const size_t row_bytes = static_cast<size_t>(w) * 3;
+  // The part of the region inside the level; the rest is white.
+  const int64_t x0 = std::max<int64_t>(x, 0), y0 = std::max<int64_t>(y, 0);
+  const int64_t x1 = std::min<int64_t>(x + w, level.width);
+  const int64_t y1 = std::min<int64_t>(y + h, level.height);
+  if (x0 != x || y0 != y || x1 != x + w || y1 != y + h) {
+    std::memset(rgb, 255, row_bytes * h);
+  }
+  if (x0 >= x1 || y0 >= y1) return;
+  const int tw = level.tile_w, th = level.tile_h;
+  // Tiles in storage order (row-major), each copied into the region once.
+  for (int64_t row = y0 / th; row <= (y1 - 1) / th; ++row) {
+    const int64_t ty0 = std::max(y0, row * th), ty1 = std::min(y1, (row + 1) * th);
+    for (int64_t col = x0 / tw; col <= (x1 - 1) / tw; ++col) {
+      const int64_t tx0 = std::max(x0, col * tw), tx1 = std::min(x1, (col + 1) * tw);
+      const uint8_t* tile_rgb = tile(level_index, col, row);
+      const size_t span = static_cast<size_t>(tx1 - tx0) * 3;
+      for (int64_t yy = ty0; yy < ty1; ++yy) {
+        uint8_t* out = rgb + static_cast<size_t>(yy - y) * row_bytes + static_cast<size_t>(tx0 - x) * 3;
+        if (tile_rgb == nullptr) {
+          std::memset(out, 255, span);
+        } else {
+          std::memcpy(out, tile_rgb + (static_cast<size_t>(yy - row * th) * tw + (tx0 - col * tw)) * 3,
+                      span);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace tessera
