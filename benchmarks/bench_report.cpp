@@ -1,15 +1,25 @@
 #include "benchmarks/bench_report.h"
 
+#include <fcntl.h>
 #include <hdf5.h>
 #include <mpi.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <thread>
 
+#include <fmt/format.h>
+
+#include "common/core/error.h"
 #include "common/core/fs.h"
 #include "common/core/version.h"
 
@@ -158,11 +168,24 @@ nlohmann::json peak_rss_mb_since_reset() {
 }
 
 nlohmann::json summarize(std::vector<double> values) {
-  if (values.empty()) return {{"median", nullptr}, {"min", nullptr}, {"max", nullptr}, {"n", 0}};
+  if (values.empty()) {
+    return {{"median", nullptr}, {"mean", nullptr}, {"stddev", nullptr},
+            {"min", nullptr},    {"max", nullptr},  {"n", 0}};
+  }
   std::sort(values.begin(), values.end());
   const size_t n = values.size();
   const double median = n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-  return {{"median", median}, {"min", values.front()}, {"max", values.back()}, {"n", n}};
+  double sum = 0;
+  for (double v : values) sum += v;
+  const double mean = sum / static_cast<double>(n);
+  nlohmann::json stddev;
+  if (n >= 2) {
+    double squares = 0;
+    for (double v : values) squares += (v - mean) * (v - mean);
+    stddev = std::sqrt(squares / static_cast<double>(n - 1));
+  }
+  return {{"median", median},        {"mean", mean}, {"stddev", stddev},
+          {"min", values.front()}, {"max", values.back()}, {"n", n}};
 }
 
 nlohmann::json summarize_repetitions(const nlohmann::json& repetitions) {
@@ -170,6 +193,375 @@ nlohmann::json summarize_repetitions(const nlohmann::json& repetitions) {
   if (!repetitions.is_array() || repetitions.empty()) return out;
   summarize_into(repetitions, nlohmann::json::json_pointer(), repetitions.front(), out);
   return out;
+}
+
+nlohmann::json read_pressure(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return nullptr;
+  nlohmann::json out = {{"some", nullptr}, {"full", nullptr}};
+  bool any = false;
+  std::string line;
+  while (std::getline(in, line)) {  // "some avg10=0.00 avg60=0.00 avg300=0.00 total=12345"
+    std::istringstream words(line);
+    std::string kind, word;
+    words >> kind;
+    if (kind != "some" && kind != "full") continue;
+    nlohmann::json fields = {{"avg10", nullptr}, {"total_us", nullptr}};
+    while (words >> word) {
+      const auto eq = word.find('=');
+      if (eq == std::string::npos) continue;
+      const std::string key = word.substr(0, eq), value = word.substr(eq + 1);
+      try {
+        if (key == "avg10") fields["avg10"] = std::stod(value);
+        if (key == "total") fields["total_us"] = std::stoll(value);
+      } catch (const std::exception&) {
+      }
+    }
+    out[kind] = fields;
+    any = true;
+  }
+  return any ? out : nlohmann::json();
+}
+
+std::string cgroup_v2_dir() {
+  std::string relative;
+  {
+    std::ifstream in("/proc/self/cgroup");
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.rfind("0::", 0) == 0) relative = line.substr(3);
+    }
+  }
+  if (relative.empty()) return "";
+  std::ifstream in("/proc/self/mountinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    // "41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw"
+    const auto dash = line.find(" - ");
+    if (dash == std::string::npos) continue;
+    std::istringstream tail(line.substr(dash + 3));
+    std::string fstype;
+    tail >> fstype;
+    if (fstype != "cgroup2") continue;
+    std::istringstream head(line.substr(0, dash));
+    std::string id, parent, device, root, mount_point;
+    head >> id >> parent >> device >> root >> mount_point;
+    if (relative == "/") return mount_point;
+    return mount_point + relative;
+  }
+  return "";
+}
+
+nlohmann::json pressure_snapshot() {
+  const std::string dir = cgroup_v2_dir();
+  nlohmann::json cgroup = {{"dir", or_null(dir)}, {"memory", nullptr}, {"io", nullptr}};
+  if (!dir.empty()) {
+    cgroup["memory"] = read_pressure(dir + "/memory.pressure");
+    cgroup["io"] = read_pressure(dir + "/io.pressure");
+  }
+  return {{"host",
+           {{"memory", read_pressure("/proc/pressure/memory")},
+            {"io", read_pressure("/proc/pressure/io")}}},
+          {"cgroup", cgroup}};
+}
+
+nlohmann::json pressure_delta(const nlohmann::json& before, const nlohmann::json& after) {
+  nlohmann::json out = after;
+  for (const char* scope : {"host", "cgroup"}) {
+    for (const char* resource : {"memory", "io"}) {
+      for (const char* kind : {"some", "full"}) {
+        const auto at = nlohmann::json::json_pointer() / scope / resource / kind / "total_us";
+        if (!out.contains(at)) continue;
+        const bool known = before.contains(at) && before[at].is_number_integer() &&
+                           after[at].is_number_integer();
+        out[at] = known ? nlohmann::json(after[at].get<int64_t>() - before[at].get<int64_t>())
+                        : nlohmann::json();
+      }
+    }
+  }
+  return out;
+}
+
+RepetitionProbe::RepetitionProbe() {
+  reset_peak_rss();
+  pressure_ = pressure_snapshot();
+  usage_ = resource_usage();
+}
+
+nlohmann::json RepetitionProbe::finish() const {
+  const nlohmann::json usage = resource_usage();
+  const nlohmann::json pressure = pressure_snapshot();
+  const auto delta = [&](const char* key) {
+    return usage[key].get<int64_t>() - usage_[key].get<int64_t>();
+  };
+  return {{"minor_page_faults", delta("minor_page_faults")},
+          {"major_page_faults", delta("major_page_faults")},
+          {"peak_rss_mb", peak_rss_mb_since_reset()},
+          {"pressure", pressure_delta(pressure_, pressure)}};
+}
+
+void check_cache_policy(const std::string& policy) {
+  if (policy != kCacheWarm && policy != kCacheFresh && policy != kCacheDrop) {
+    fail<InvalidInput>("invalid --cache '{}': must be warm, fresh or drop", policy);
+  }
+}
+
+nlohmann::json cache_policy_field(const std::string& policy) {
+  std::string note;
+  if (policy == kCacheWarm) {
+    note = "input handles opened once and kept open across repetitions; after the first read the "
+           "inputs are served from the page cache";
+  } else if (policy == kCacheFresh) {
+    note = "input handles (HDF5 files, slides) reopened for every repetition, outside the timer; "
+           "the page cache is left as it is, so file contents are usually still cached";
+  } else {
+    note = "input handles reopened for every repetition, and posix_fadvise(POSIX_FADV_DONTNEED) "
+           "on every input file after closing it, outside the timer: advice, not proof of a cold "
+           "cache (the kernel may keep pages; see resident_before/after of each drop; shared or "
+           "remote file systems and the device's own cache are untouched)";
+  }
+  return {{"cache_policy", policy}, {"cache_note", note}};
+}
+
+namespace {
+
+// Fraction of the pages of open file `fd` of `bytes` in the page cache; null if not measurable.
+nlohmann::json resident_fraction(int fd, off_t bytes) {
+  if (bytes <= 0) return nullptr;
+  void* map = mmap(nullptr, static_cast<size_t>(bytes), PROT_READ, MAP_SHARED, fd, 0);
+  if (map == MAP_FAILED) return nullptr;
+  const long page = sysconf(_SC_PAGESIZE);
+  const size_t pages = (static_cast<size_t>(bytes) + page - 1) / page;
+  std::vector<unsigned char> resident(pages);
+  nlohmann::json out;
+  if (mincore(map, static_cast<size_t>(bytes), resident.data()) == 0) {
+    size_t in = 0;
+    for (unsigned char r : resident) in += r & 1;
+    out = static_cast<double>(in) / static_cast<double>(pages);
+  }
+  munmap(map, static_cast<size_t>(bytes));
+  return out;
+}
+
+}  // namespace
+
+nlohmann::json drop_page_cache(const std::vector<std::string>& paths) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const std::string& path : paths) {
+    nlohmann::json entry = {{"path", path},         {"bytes", nullptr},
+                            {"advice", nullptr},    {"resident_before", nullptr},
+                            {"resident_after", nullptr}};
+    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      entry["advice"] = fmt::format("open failed: {}", std::strerror(errno));
+      out.push_back(entry);
+      continue;
+    }
+    struct stat st {};
+    if (fstat(fd, &st) == 0) {
+      entry["bytes"] = static_cast<int64_t>(st.st_size);
+      entry["resident_before"] = resident_fraction(fd, st.st_size);
+    }
+    const int rc = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);  // returns the error number
+    entry["advice"] = rc == 0 ? std::string("done")
+                              : fmt::format("posix_fadvise failed: {}", std::strerror(rc));
+    if (entry["bytes"].is_number()) {
+      entry["resident_after"] = resident_fraction(fd, st.st_size);
+    }
+    close(fd);
+    out.push_back(entry);
+  }
+  return out;
+}
+
+nlohmann::json measured_field(const Measured& m) {
+  return {{"modes", m.modes}, {"metric", m.metric}, {"higher_is_better", m.higher_is_better}};
+}
+
+nlohmann::json load_report(const std::string& path) {
+  const std::string text = read_file(path);
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    fail<IoError>("'{}' is not a JSON report: {}", path, e.what());
+  }
+}
+
+namespace {
+
+using Json = nlohmann::json;
+using Pointer = nlohmann::json::json_pointer;
+
+// `report` at `at`, or null when absent.
+Json at_or_null(const Json& report, const Pointer& at) {
+  return report.is_object() && report.contains(at) ? report[at] : Json();
+}
+
+void differ_if(const Json& before, const Json& after, const std::string& field, Json& out) {
+  if (before != after) out.push_back({{"field", field}, {"before", before}, {"after", after}});
+}
+
+bool is_hash_key(const std::string& key) {
+  return key.find("sha256") != std::string::npos || key.find("xxh3") != std::string::npos ||
+         key.find("hash") != std::string::npos;
+}
+
+// Paths (JSON pointers) below `at` of fields whose key names a hash.
+void hash_fields(const Json& value, const Pointer& at, std::set<std::string>* out) {
+  if (!value.is_object()) return;
+  for (const auto& [key, child] : value.items()) {
+    if (is_hash_key(key)) {
+      out->insert((at / key).to_string());
+    } else {
+      hash_fields(child, at / key, out);
+    }
+  }
+}
+
+// The metric of every mode in every repetition: mode -> values.
+std::map<std::string, std::vector<double>> measured_values(const Json& report,
+                                                           const Json& measured) {
+  std::map<std::string, std::vector<double>> out;
+  const Json reps = at_or_null(report, Pointer("/repetitions"));
+  if (!reps.is_array() || !measured.is_object()) return out;
+  const std::string metric = measured.value("metric", "");
+  Pointer modes_at;
+  try {
+    modes_at = Pointer(measured.value("modes", ""));
+  } catch (const Json::exception&) {
+    return out;
+  }
+  for (const Json& rep : reps) {
+    const Json modes = at_or_null(rep, modes_at);
+    if (!modes.is_object()) continue;
+    for (const auto& [mode, value] : modes.items()) {
+      if (value.is_object() && value.contains(metric) && value[metric].is_number()) {
+        out[mode].push_back(value[metric].get<double>());
+      }
+    }
+  }
+  return out;
+}
+
+std::string number(const Json& v) {
+  return v.is_number() ? fmt::format("{:.4g}", v.get<double>()) : std::string("null");
+}
+
+}  // namespace
+
+nlohmann::json compare_reports(const nlohmann::json& before, const nlohmann::json& after) {
+  Json differences = Json::array();
+  differ_if(at_or_null(before, Pointer("/benchmark")), at_or_null(after, Pointer("/benchmark")),
+            "/benchmark", differences);
+  const Json params_before = at_or_null(before, Pointer("/parameters"));
+  const Json params_after = at_or_null(after, Pointer("/parameters"));
+  if (!params_before.is_object() || !params_after.is_object()) {
+    differ_if(params_before, params_after, "/parameters", differences);
+  } else {
+    std::set<std::string> keys;
+    for (const auto& item : params_before.items()) keys.insert(item.key());
+    for (const auto& item : params_after.items()) keys.insert(item.key());
+    for (const std::string& key : keys) {
+      const Pointer at = Pointer("/parameters") / key;
+      differ_if(at_or_null(before, at), at_or_null(after, at), at.to_string(), differences);
+    }
+  }
+  for (const char* field : {"/machine/cpu_model", "/machine/arch", "/machine/logical_cores",
+                            "/gpu/gpus"}) {
+    const Pointer at(field);
+    differ_if(at_or_null(before, at), at_or_null(after, at), field, differences);
+  }
+  std::set<std::string> version_keys;
+  for (const Json* report : {&before, &after}) {
+    const Json v = at_or_null(*report, Pointer("/versions"));
+    if (v.is_object()) {
+      for (const auto& item : v.items()) version_keys.insert(item.key());
+    }
+  }
+  version_keys.erase("git_revision");
+  for (const std::string& key : version_keys) {
+    const Pointer at = Pointer("/versions") / key;
+    differ_if(at_or_null(before, at), at_or_null(after, at), at.to_string(), differences);
+  }
+  std::set<std::string> hashes;
+  hash_fields(at_or_null(before, Pointer("/output")), Pointer("/output"), &hashes);
+  hash_fields(at_or_null(after, Pointer("/output")), Pointer("/output"), &hashes);
+  for (const std::string& field : hashes) {
+    const Pointer at(field);
+    differ_if(at_or_null(before, at), at_or_null(after, at), field, differences);
+  }
+  const Json measured_before = at_or_null(before, Pointer("/measured"));
+  const Json measured = at_or_null(after, Pointer("/measured"));
+  differ_if(measured_before, measured, "/measured", differences);
+
+  Json result = {{"cache_policy",
+                  {{"before", at_or_null(before, Pointer("/cache_policy"))},
+                   {"after", at_or_null(after, Pointer("/cache_policy"))}}}};
+  if (!differences.empty()) {
+    std::string fields;
+    for (const Json& d : differences) {
+      fields += (fields.empty() ? "" : ", ") + d["field"].get<std::string>();
+    }
+    result["refused"] = fmt::format(
+        "not the same experiment: {} differ{} (a speed-up is reported only between runs with "
+        "equal parameters, environment and outputs)",
+        fields, differences.size() == 1 ? "s" : "");
+    result["differences"] = differences;
+    return result;
+  }
+  const auto values_before = measured_values(before, measured);
+  const auto values_after = measured_values(after, measured);
+  Json modes = Json::object();
+  for (const auto& [mode, values] : values_after) {
+    const auto it = values_before.find(mode);
+    if (it == values_before.end()) continue;
+    const Json b = summarize(it->second), a = summarize(values);
+    const double median_before = b["median"].get<double>();
+    modes[mode] = {{"ratio_of_medians", median_before != 0
+                                            ? Json(a["median"].get<double>() / median_before)
+                                            : Json()},
+                   {"before", b},
+                   {"after", a}};
+  }
+  if (modes.empty()) {
+    result["refused"] = "no mode measured in both reports (see their \"measured\" fields)";
+    result["differences"] = Json::array();
+    return result;
+  }
+  result["refused"] = nullptr;
+  result["metric"] = measured.value("metric", "");
+  result["higher_is_better"] = measured.value("higher_is_better", true);
+  result["modes"] = modes;
+  return result;
+}
+
+std::string format_comparison(const nlohmann::json& comparison) {
+  std::ostringstream out;
+  const Json refused = at_or_null(comparison, Pointer("/refused"));
+  if (!refused.is_null()) {
+    out << "comparison refused: " << (refused.is_string() ? refused.get<std::string>() : "?")
+        << "\n";
+    const Json differences = at_or_null(comparison, Pointer("/differences"));
+    if (differences.is_array()) {
+      for (const Json& d : differences) {
+        out << "  " << d.value("field", "") << ": before " << d["before"].dump() << ", after "
+            << d["after"].dump() << "\n";
+      }
+    }
+    return out.str();
+  }
+  const bool higher = comparison.value("higher_is_better", true);
+  out << "after / before, ratio of medians of " << comparison.value("metric", "") << " ("
+      << (higher ? "higher" : "lower") << " is better)\n";
+  const auto side = [](const Json& s) {
+    return fmt::format("median {} [{}, {}] sd {} n {}", number(s["median"]), number(s["min"]),
+                       number(s["max"]), number(s["stddev"]), s["n"].dump());
+  };
+  for (const auto& [mode, m] : comparison.at("modes").items()) {
+    out << fmt::format("  {}: ratio {} (after {}; before {})\n", mode,
+                       number(m["ratio_of_medians"]), side(m["after"]), side(m["before"]));
+  }
+  return out.str();
 }
 
 void write_report(const std::string& path, const nlohmann::json& report) {

@@ -1,6 +1,15 @@
 // Shared pieces of every benchmark driver's JSON report: machine and version information, the
-// command line, resource usage, and median/min/max summaries of repeated measurements. Nothing
-// here communicates; drivers gather per-rank values themselves.
+// command line, resource usage, summaries of repeated measurements, page faults and pressure
+// stalls around a repetition, page-cache advice for input files, and the comparison of two
+// reports. Nothing here communicates; drivers gather per-rank values themselves.
+//
+// A driver's report, as compare_reports() reads it (docs/performance.md, "Benchmark harness"):
+//   "parameters"   what was run (the driver's parameter block; compared for equality)
+//   "machine", "versions", "gpu" (optional)   where it ran (compared: see compare_reports)
+//   "repetitions"  an array of timed repetitions, each holding the measured modes (see Measured)
+//   "measured"     measured_field(): where in a repetition the modes and their metric are
+//   "output"       results; fields named *sha256*, *xxh3* or *hash* are compared for equality
+//   "cache_policy", "cache_note"   cache_policy_field() (not compared: what a comparison may vary)
 #pragma once
 
 #include <chrono>
@@ -48,8 +57,9 @@ bool reset_peak_rss();
 // start; null when unreadable.
 nlohmann::json peak_rss_mb_since_reset();
 
-// {"median", "min", "max", "n"} of `values` (median of an even count: mean of the middle two).
-// All null except n = 0 for an empty list.
+// {"median", "mean", "stddev", "min", "max", "n"} of `values` (median of an even count: mean of
+// the middle two; stddev is the sample standard deviation, null for n < 2). All null except n = 0
+// for an empty list.
 nlohmann::json summarize(std::vector<double> values);
 
 // Summaries of every numeric field across `repetitions` (a JSON array of objects with the same
@@ -68,6 +78,91 @@ po::options_description passed_through(const std::string& caption,
 po::variables_map passed_through_values(const po::variables_map& values,
                                         const po::options_description& stage,
                                         const std::set<std::string>& set_by_bench);
+
+// Pressure stall information of one PSI file (/proc/pressure/memory, a cgroup's io.pressure, ...):
+// {"some": {"avg10", "total_us"}, "full": {...}}, a line missing from the file null; null when the
+// file cannot be read. total_us counts microseconds stalled since boot (or cgroup creation).
+nlohmann::json read_pressure(const std::string& path);
+
+// This process's cgroup v2 directory: the "0::" line of /proc/self/cgroup below the cgroup2 mount
+// of /proc/self/mountinfo; "" when there is none (no cgroup v2 or not mounted).
+std::string cgroup_v2_dir();
+
+// Host and cgroup memory and io pressure now: {"host": {"memory", "io"}, "cgroup": {"dir",
+// "memory", "io"}}, each read_pressure() (null where not readable).
+nlohmann::json pressure_snapshot();
+
+// `after` with every total_us replaced by total_us(after) - total_us(before) (null where either is
+// null) and avg10 kept as read at the end: the stall time over the interval.
+nlohmann::json pressure_delta(const nlohmann::json& before, const nlohmann::json& after);
+
+// What happened to the process and the machine around one repetition, collected outside its
+// timed region: construct it before the repetition (this resets the peak-RSS mark), call
+// finish() after. finish() gives {"minor_page_faults", "major_page_faults" (getrusage deltas of
+// the whole process), "peak_rss_mb" (VmHWM since the reset, null if unreadable), "pressure"
+// (pressure_delta over the repetition)}. Process-wide: do not overlap two probes in one process.
+class RepetitionProbe {
+ public:
+  RepetitionProbe();
+  nlohmann::json finish() const;
+
+ private:
+  nlohmann::json usage_;
+  nlohmann::json pressure_;
+};
+
+// Input cache policies of a driver's --cache option: kCacheWarm keeps input handles open across
+// repetitions (files stay in the page cache after the first read); kCacheFresh reopens them for
+// every repetition; kCacheDrop also calls drop_page_cache() on the input files after closing them.
+inline constexpr const char* kCacheWarm = "warm";
+inline constexpr const char* kCacheFresh = "fresh";
+inline constexpr const char* kCacheDrop = "drop";
+
+// Throws InvalidInput naming the option unless `policy` is warm, fresh or drop.
+void check_cache_policy(const std::string& policy);
+
+// {"cache_policy": policy, "cache_note": what the policy does and does not guarantee} for the
+// top level of a report (drop is advice to the kernel, not proof of a cold cache).
+nlohmann::json cache_policy_field(const std::string& policy);
+
+// Advises the kernel to drop the cached pages of each file (posix_fadvise POSIX_FADV_DONTNEED over
+// the whole file; call it with the files closed, outside any timer). Returns one object per path:
+// {"path", "bytes", "advice" ("done" or the error), "resident_before", "resident_after"
+// (fractions of the file's pages in the page cache, by mincore; null where not measurable)}.
+// Dirty pages are not written back, so they stay. Never throws; not collective (the page cache
+// is per host: every host's ranks must call it).
+nlohmann::json drop_page_cache(const std::vector<std::string>& paths);
+
+// Where a report's measured values are: in every element of "repetitions", the object at JSON
+// pointer `modes` ("" for the repetition itself) holds one object per measured mode, each with a
+// number `metric` (e.g. "tiles_per_s"). `higher_is_better` says which way a ratio > 1 points.
+struct Measured {
+  std::string modes = "/modes";
+  std::string metric = "tiles_per_s";
+  bool higher_is_better = true;
+};
+
+// The report's "measured" field for `m`.
+nlohmann::json measured_field(const Measured& m);
+
+// Reads a JSON report. Throws IoError naming the path when unreadable or not JSON.
+nlohmann::json load_report(const std::string& path);
+
+// Compares report `after` with report `before` (both of one driver). Refuses, giving
+// {"refused": reason, "differences": [{"field", "before", "after"}, ...]}, when the "parameters"
+// differ, the environment differs (machine cpu_model, arch and logical_cores; every "versions"
+// entry except git_revision; "gpu" models when present), an "output" hash field differs (see the
+// file comment), the "measured" fields differ or a report has no measured modes. Otherwise gives
+// {"refused": null, "metric", "higher_is_better", "modes": {mode: {"ratio_of_medians" (after /
+// before), "before", "after" (summarize() of the metric over each report's repetitions)}}} for
+// the modes both reports measured. "cache_policy" of each side is copied in as information.
+// Pure; never throws on malformed reports (a missing block is a difference).
+nlohmann::json compare_reports(const nlohmann::json& before, const nlohmann::json& after);
+
+// compare_reports()'s result as lines of text for a log or terminal: the refusal and its
+// differences, or per mode "ratio R (after median [min, max] sd S vs before median [min, max]
+// sd S)".
+std::string format_comparison(const nlohmann::json& comparison);
 
 // Writes `report` as indented JSON to `path` atomically (parent folders are created). Throws
 // IoError naming the path.
