@@ -6,10 +6,13 @@
 //   store       embed_rows with a StoreSource: the stage's path from patchgen's HDF5 shards, read
 //               and prepare overlapped with forward, embeddings appended to an HDF5 shard
 //   wsi         embed_rows with a WsiSource: the coupled path reading the slide with OpenSlide
-// Pipeline efficiency = median store tiles/s / median model-only tiles/s. Writes one JSON report.
+// Pipeline efficiency = median store tiles/s / median model-only tiles/s. Writes one JSON report
+// (bench_report: set-up apart from the repetitions, faults and pressure per repetition, the input
+// cache policy, and with --compare the ratio of medians against an earlier report, or why not).
 //
 //   mpirun -np 1 embed_bench --model NAME [--run RUN] [--patches N] [--reps N] [--warmup N]
-//                            [--out FILE] [embed options: --batch-size, --precision, ...]
+//                            [--cache warm|fresh|drop] [--compare BEFORE.json] [--out FILE]
+//                            [embed options: --batch-size, --precision, --prefetch, ...]
 #include <openslide/openslide.h>
 
 #include <algorithm>
@@ -19,7 +22,9 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include <spdlog/spdlog.h>
@@ -54,7 +59,7 @@ constexpr double kTargetCuda = 0.95;
 const std::vector<std::string> kModes = {"model-only", "cached", "store", "wsi"};
 constexpr const char* kUsage =
     "mpirun -np R embed_bench --model NAME|FILE.pt [--run RUN] [--patches N] [--reps N] "
-    "[--warmup N] [--out FILE] [embed options]";
+    "[--warmup N] [--cache warm|fresh|drop] [--compare BEFORE.json] [--out FILE] [embed options]";
 
 // embed options the benchmark sets itself.
 const std::set<std::string> kSetByBench = {"run", "tag", "source", "overwrite",
@@ -68,9 +73,12 @@ struct BenchOptions {
   int64_t height = 0;
   uint64_t slide_seed = 1;
   int64_t patches = 0;
+  int chunk_patches = 64;
   int reps = 3;
   int warmup = 1;
   double target = 0;
+  std::string cache;
+  std::string compare;
   std::string out;
 };
 
@@ -86,10 +94,19 @@ po::options_description bench_options() {
       ("slide-seed", po::value<uint64_t>()->default_value(1), "seed of a generated slide")
       ("patches", po::value<int64_t>()->default_value(256),
        "the fixed set: the first N rows of the run's index")
+      ("chunk-patches", po::value<int>()->default_value(64),
+       "patchgen's --chunk-patches for a new run (an existing run must have been made with it)")
       ("reps", po::value<int>()->default_value(3), "timed repetitions of every mode")
       ("warmup", po::value<int>()->default_value(1), "untimed warm-up repetitions (reported apart)")
       ("target", po::value<double>()->default_value(0),
        "pipeline efficiency target (0: 0.95 on cuda, 0.85 on cpu)")
+      ("cache", po::value<std::string>()->default_value(bench::kCacheWarm),
+       "input cache policy: warm (index opened once), fresh (index, shards and slide reopened "
+       "for every store/wsi run), drop (fresh, and their cached pages dropped with "
+       "POSIX_FADV_DONTNEED first; advice, not proof of a cold cache)")
+      ("compare", po::value<std::string>()->default_value(""),
+       "an earlier embed_bench report: adds the ratio of medians per mode to this one, or why "
+       "the two are not comparable")
       ("out", po::value<std::string>()->default_value(""),
        "JSON report (default RUN/../embed_bench_MODEL_PRECISION_DEVICE_bsB_npR.json)");
   po::options_description stage;
@@ -127,6 +144,10 @@ BenchOptions bench_options_from(const po::variables_map& v, const Config& config
   }
   o.slide = fs::absolute(o.slide).string();
   o.patches = v["patches"].as<int64_t>();
+  o.chunk_patches = v["chunk-patches"].as<int>();
+  o.cache = v["cache"].as<std::string>();
+  bench::check_cache_policy(o.cache);
+  o.compare = v["compare"].as<std::string>();
   o.reps = v["reps"].as<int>();
   o.warmup = v["warmup"].as<int>();
   o.target = v["target"].as<double>();
@@ -172,7 +193,10 @@ json ensure_run(const BenchOptions& o, Comm& comm) {
   patchgen::add_options(desc);
   add_common_options(desc);
   const patchgen::Config config =
-      patchgen::config_from(parse_options(desc, {"--manifest", manifest, "--out", o.run}).values);
+      patchgen::config_from(parse_options(desc, {"--manifest", manifest, "--out", o.run,
+                                                 "--chunk-patches",
+                                                 std::to_string(o.chunk_patches)})
+                                .values);
   Stopwatch watch;
   const int code = patchgen::run(config, comm);
   if (code != kExitOk) {
@@ -180,6 +204,33 @@ json ensure_run(const BenchOptions& o, Comm& comm) {
   }
   info["patchgen_s"] = watch.seconds();
   return info;
+}
+
+// patchgen's chunk-patches of the run (from RUN/patchgen/config.ini); throws InvalidInput when
+// it is not `expected`.
+int run_chunk_patches(const std::string& run, int expected) {
+  const std::string ini = (fs::path(run) / "patchgen" / "config.ini").string();
+  std::istringstream lines(read_file(ini));
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.rfind("chunk-patches", 0) != 0) continue;
+    const int chunk = std::stoi(line.substr(line.find('=') + 1));
+    if (chunk != expected) {
+      fail<InvalidInput>("run '{}' was made with chunk-patches {}, not --chunk-patches {}: use "
+                         "another --run",
+                         run, chunk, expected);
+    }
+    return chunk;
+  }
+  fail<InvalidInput>("'{}' has no chunk-patches line", ini);
+}
+
+// The files a stage-path mode reads: the index, the shards and the slides.
+std::vector<std::string> input_files(const IndexInfo& index) {
+  std::vector<std::string> files = {index.path};
+  for (int s = 0; s < index.num_shards; ++s) files.push_back(index.shard_path(s));
+  for (const std::string& slide : index.slides.path) files.push_back(slide);
+  return files;
 }
 
 // This rank's share of the fixed set, cut into batches, with its pixels in memory: batch b holds
@@ -312,12 +363,40 @@ ModeRun cached(const Model& model, const PatchSet& set, Comm& comm) {
   return r;
 }
 
+// The inputs of the stage-path modes under a --cache policy. warm: the index and its reader opened
+// at start-up, kept open (shards and slide are opened by each run's source, inside the timer, as
+// in the stage). fresh and drop: no handle kept; every store/wsi run opens the index anew, outside
+// the timer, drop first advising the kernel to drop the input files' cached pages.
+struct Inputs {
+  std::string policy;
+  std::string stage_dir;
+  std::vector<std::string> files;
+  const IndexInfo* index = nullptr;    // warm only
+  const IndexReader* reader = nullptr;  // warm only
+};
+
 // store or wsi: the stage's own loop into a scratch shard, read back (untimed) for the hash.
-ModeRun stage_path(const std::string& kind, const Model& model, const IndexInfo& index,
-                   const IndexReader& reader, const PatchSet& set, const Config& config, const std::string& scratch,
+ModeRun stage_path(const std::string& kind, const Model& model, const Inputs& inputs,
+                   const PatchSet& set, const Config& config, const std::string& scratch,
                    Comm& comm) {
   const std::string shard = (fs::path(scratch) / (kind + "-" + rank_file_name(comm.rank(), ".h5")))
                                 .string();
+  json cache = {{"policy", inputs.policy}};
+  std::optional<IndexInfo> own_index;
+  std::optional<IndexReader> own_reader;
+  if (inputs.policy != bench::kCacheWarm) {
+    if (inputs.policy == bench::kCacheDrop) {
+      Stopwatch drop_watch;
+      cache["dropped"] = bench::drop_page_cache(inputs.files);
+      cache["drop_s"] = drop_watch.seconds();
+    }
+    Stopwatch open_watch;
+    own_index.emplace(load_index_info(inputs.stage_dir));
+    own_reader.emplace(own_index->path);
+    cache["open_s"] = open_watch.seconds();
+  }
+  const IndexInfo& index = own_index ? *own_index : *inputs.index;
+  const IndexReader& reader = own_reader ? *own_reader : *inputs.reader;
   InferStats stats;
   ModeRun r;
   r.metrics = timed(comm, set.total, [&] {
@@ -326,6 +405,7 @@ ModeRun stage_path(const std::string& kind, const Model& model, const IndexInfo&
                        model, *source, config, shard, "");
   });
   r.metrics["infer_rank0"] = json::parse(comm.broadcast(stats.to_json().dump(), 0));
+  r.metrics["cache_rank0"] = json::parse(comm.broadcast(cache.dump(), 0));
   {
     h5::File file = h5::File::open(shard, h5::Mode::kRead);
     const auto ids = file.open_dataset("patch_id").read_all<int64_t>();
@@ -353,8 +433,7 @@ double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
 
 struct Context {
   const Model& model;
-  const IndexInfo& index;
-  const IndexReader& reader;
+  const Inputs& inputs;
   const PatchSet& set;
   const std::vector<PreparedBatch>& prepared;
   const Config& config;
@@ -385,6 +464,8 @@ json efficiencies(const json& modes, const json::json_pointer& rate,
 // mode always runs first. `last` receives each mode's embeddings (this rank's).
 json repetition(int index, size_t offset, const Context& c,
                 std::map<std::string, std::vector<float>>* last) {
+  c.comm.barrier();
+  const bench::RepetitionProbe probe;
   const json load = bench::load_average();
   std::vector<std::string> order = kModes;
   std::rotate(order.begin(), order.begin() + static_cast<long>(offset % order.size()), order.end());
@@ -392,13 +473,26 @@ json repetition(int index, size_t offset, const Context& c,
   for (const std::string& mode : order) {
     ModeRun r = mode == "model-only" ? model_only(c.model, c.set, c.prepared, c.comm)
                 : mode == "cached"   ? cached(c.model, c.set, c.comm)
-                                     : stage_path(mode, c.model, c.index, c.reader, c.set, c.config,
+                                     : stage_path(mode, c.model, c.inputs, c.set, c.config,
                                                   c.scratch, c.comm);
     json hashes = json::array();
     for (const auto& h : c.comm.allgather(sha256_floats(r.embeddings))) hashes.push_back(h);
     r.metrics["embeddings_sha256"] = hashes;
     modes[mode] = std::move(r.metrics);
     (*last)[mode] = std::move(r.embeddings);
+  }
+  c.comm.barrier();
+  json around = probe.finish();
+  {
+    // Each mode resets the peak-RSS mark: the repetition's peak is the largest of theirs.
+    double peak = around["peak_rss_mb"].is_number() ? around["peak_rss_mb"].get<double>() : -1.0;
+    for (const auto& m : modes) peak = std::max(peak, m["peak_rss_mb"].get<double>());
+    around["peak_rss_mb"] = c.comm.allreduce_max(peak);
+    around["minor_page_faults"] =
+        c.comm.allreduce_sum(around["minor_page_faults"].get<int64_t>());
+    around["major_page_faults"] =
+        c.comm.allreduce_sum(around["major_page_faults"].get<int64_t>());
+    around["pressure"] = json::parse(c.comm.broadcast(around["pressure"].dump(), 0));
   }
   const auto rate = [&](const char* mode) { return modes[mode]["tiles_per_s"].get<double>(); };
   const json efficiency =
@@ -407,8 +501,8 @@ json repetition(int index, size_t offset, const Context& c,
                "store efficiency {:.3f}",
                index, rate("model-only"), rate("cached"), rate("store"), rate("wsi"),
                efficiency["store"].get<double>());
-  return {{"index", index}, {"order", order}, {"load_average_at_start", load},
-          {"modes", modes}, {"efficiency", efficiency}};
+  return {{"index", index},  {"order", order},           {"load_average_at_start", load},
+          {"modes", modes},  {"efficiency", efficiency}, {"around", around}};
 }
 
 // The NVIDIA driver and GPU models from /proc/driver/nvidia (null where not readable).
@@ -446,9 +540,15 @@ int bench_main(const po::variables_map& values, Comm& comm, const json& command)
   const json usage_start = bench::resource_usage();
   const BenchOptions o = bench_options_from(values, embed_config(values, "."), comm.size());
   const Config config = embed_config(values, o.run);
+  // Read before the run, so that a wrong --compare path fails in seconds, not after it.
+  const json before = o.compare.empty() ? json() : bench::load_report(o.compare);
   const json generation = ensure_run(o, comm);
-  const IndexInfo index = load_index_info((fs::path(o.run) / "patchgen").string());
-  const IndexReader reader(index.path);
+  const int chunk_patches = run_chunk_patches(o.run, o.chunk_patches);
+  const std::string stage_dir = (fs::path(o.run) / "patchgen").string();
+  Stopwatch index_watch;
+  const IndexInfo index = load_index_info(stage_dir);
+  std::optional<IndexReader> reader(std::in_place, index.path);
+  const double index_open_s = index_watch.seconds();
   if (index.rows < o.patches) {
     fail<InvalidInput>("run '{}' has {} patches, fewer than --patches {}: use a larger slide "
                        "(--slide-width/--slide-height) with a new --run",
@@ -459,21 +559,32 @@ int bench_main(const po::variables_map& values, Comm& comm, const json& command)
   const Model model = Model::load(model_spec(config, comm.local_rank()));
   const double model_load_s = load_watch.seconds();
 
-  const PatchSet set = load_patch_set(index, reader, o.patches, config.batch_size, comm);
+  Stopwatch set_watch;
+  const PatchSet set = load_patch_set(index, *reader, o.patches, config.batch_size, comm);
+  const double patch_set_load_s = set_watch.seconds();
+  Stopwatch prepare_watch;
   std::vector<PreparedBatch> prepared;
   for (size_t b = 0; b < set.batches.size(); ++b) {
     prepared.push_back(model.prepare(set.batch_pixels(b), set.batch_size, set.patch_size));
   }
+  const double prepare_s = prepare_watch.seconds();
+  Inputs inputs{o.cache, stage_dir, input_files(index)};
+  if (o.cache == bench::kCacheWarm) {
+    inputs.index = &index;
+    inputs.reader = &*reader;
+  } else {
+    reader.reset();  // an open handle would keep HDF5's cache of index.h5 across repetitions
+  }
   const std::string scratch = (fs::path(o.run) / "embed-bench-scratch").string();
   if (comm.rank() == 0) fs::create_directories(scratch);
   comm.barrier();
-  const Context context{model, index, reader, set, prepared, config, scratch, comm};
+  const Context context{model, inputs, set, prepared, config, scratch, comm};
   if (comm.rank() == 0) {
     spdlog::info("embed_bench: {} patches of run '{}', model {} (D={}), {} {}, batch {}, "
-                 "{} torch threads, {} ranks, {} warm-up + {} timed repetitions",
+                 "{} torch threads, {} ranks, {} warm-up + {} timed repetitions, cache {}",
                  o.patches, o.run, config.model, model.output_dim(), config.device,
                  config.precision, config.batch_size, config.torch_threads, comm.size(), o.warmup,
-                 o.reps);
+                 o.reps, o.cache);
   }
 
   std::map<std::string, std::vector<float>> last;
@@ -524,6 +635,7 @@ int bench_main(const po::variables_map& values, Comm& comm, const json& command)
         {"batch_size", config.batch_size},
         {"torch_threads", config.torch_threads},
         {"prefetch", config.prefetch},
+        {"chunk_patches", chunk_patches},
         {"store_dtype", config.store_dtype},
         {"deterministic", config.deterministic},
         {"patches", o.patches},
@@ -543,6 +655,15 @@ int bench_main(const po::variables_map& values, Comm& comm, const json& command)
         {"encoding", index.encoding},
         {"shards", index.num_shards}}},
       {"model_load_s", model_load_s},
+      {"setup",
+       {{"run_generation", generation},
+        {"index_open_s", index_open_s},
+        {"model_load_s", model_load_s},
+        {"patch_set_load_s", patch_set_load_s},
+        {"prepare_s", prepare_s}}},
+      {"cache_policy", o.cache},
+      {"cache_note", bench::cache_policy_field(o.cache)["cache_note"]},
+      {"measured", bench::measured_field(bench::Measured{"/modes", "tiles_per_s", true})},
       {"warmup", warmups},
       {"repetitions", reps},
       {"summary", summary},
@@ -560,6 +681,19 @@ int bench_main(const po::variables_map& values, Comm& comm, const json& command)
       {"resources",
        {{"start_rank0", usage_start}, {"end_per_rank", usage}}},
       {"total_s", total_watch.seconds()}};
+  if (!o.compare.empty()) {
+    json comparison = bench::compare_reports(before, report);
+    comparison["before_report"] = fs::absolute(o.compare).string();
+    std::istringstream lines(bench::format_comparison(comparison));
+    for (std::string line; std::getline(lines, line);) {
+      if (comparison["refused"].is_null()) {
+        spdlog::info("compare: {}", line);
+      } else {
+        spdlog::warn("compare: {}", line);
+      }
+    }
+    report["compare"] = comparison;
+  }
   bench::write_report(o.out, report);
   spdlog::info("embed_bench: store efficiency {:.3f} (target {}), wsi {:.3f}, cached {:.3f}; "
                "report '{}'",
