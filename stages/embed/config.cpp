@@ -27,6 +27,9 @@ OptionTable option_table() {
        "output folder RUN/embed/<tag> (default: the model name)")
       ("source", kResult, po::value<std::string>()->default_value("store"),
        "store: read patchgen's shards; wsi: read the same patches from the slides (coupled baseline)")
+      ("reader", kRunControl, po::value<std::string>()->default_value("auto"),
+       "with --source wsi: direct (tiled JPEG TIFF and Aperio SVS, each tile decoded once), "
+       "openslide, or auto (direct where it can); the pixels are the same")
       ("store-dtype", kResult, po::value<std::string>()->default_value("fp32"),
        "fp32 or fp16 embeddings on disk")
       ("partition", kResult, po::value<std::string>()->default_value("contiguous"),
@@ -109,6 +112,7 @@ std::map<std::string, std::string> option_values(const Config& c) {
       {"run", c.run},
       {"tag", c.tag},
       {"source", c.source},
+      {"reader", to_string(c.reader)},
       {"store-dtype", c.store_dtype},
       {"partition", c.partition.to_string()},
       {"peer-layouts", c.peer_layouts.to_string()},
@@ -154,6 +158,7 @@ Config config_from(const po::variables_map& v) {
   c.prefetch = v["prefetch"].as<int>();
   c.deterministic = v["deterministic"].as<bool>();
   c.source = v["source"].as<std::string>();
+  c.reader = parse_slide_reader(v["reader"].as<std::string>(), "reader");
   c.store_dtype = v["store-dtype"].as<std::string>();
   c.stage = stage_options_from(v, slurm_array_environment());
   c.partition = Partition::Spec::parse(v["partition"].as<std::string>(), "partition");

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "common/core/options_fwd.h"
+#include "common/slide/slide.h"
 #include "common/stage/partition.h"
 #include "common/stage/stage_options.h"
 #include "stages/embed/model.h"
@@ -28,6 +29,7 @@ struct Config {
   int prefetch = 2;               // batches read and prepared ahead of inference
   bool deterministic = false;     // embed each image on its own (rank-count independent bytes)
   std::string source = "store";   // store | wsi
+  SlideReader reader = SlideReader::kAuto;  // how --source wsi reads slides
   std::string store_dtype = "fp32";  // fp32 | fp16 for the rank shards and merged outputs
   Partition::Spec partition{PartitionKind::kContiguous, 1};  // of the index rows over ranks
   PeerLayouts peer_layouts;       // CLAM and TRIDENT layouts written besides features/

@@ -54,7 +54,7 @@ class EmbedWork final : public StageWork {
     if (ec) fail<IoError>("cannot create '{}/shards': {}", dir_, ec.message());
     const Partition partition(config_.partition, info_.rows, world_size);
     IndexReader index(info_.path);
-    auto source = make_source(config_.source, info_);
+    auto source = make_source(config_.source, info_, config_.reader);
     InferStats stats =
         embed_rows(info_, index, partition, rank, *model_, *source, config_,
                    context.staging_path(shard_file(rank)),

@@ -30,7 +30,7 @@ void WsiSource::read(const IndexRows& rows, uint8_t* rgb) {
     if (s != open_slide_) {
       slide_.reset();
       open_slide_ = -1;
-      slide_.emplace(Slide::open(index_.slides.path[s]));
+      slide_.emplace(Slide::open(index_.slides.path[s], reader_));
       open_slide_ = s;
     }
     const int level = index_.slides.level[s];
@@ -47,9 +47,10 @@ void WsiSource::read(const IndexRows& rows, uint8_t* rgb) {
   }
 }
 
-std::unique_ptr<PatchSource> make_source(const std::string& kind, const IndexInfo& index) {
+std::unique_ptr<PatchSource> make_source(const std::string& kind, const IndexInfo& index,
+                                         SlideReader reader) {
   if (kind == "store") return std::make_unique<StoreSource>(index);
-  if (kind == "wsi") return std::make_unique<WsiSource>(index);
+  if (kind == "wsi") return std::make_unique<WsiSource>(index, reader);
   fail<InvalidInput>("invalid --source '{}': expected store or wsi", kind);
 }
 

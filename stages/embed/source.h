@@ -36,16 +36,21 @@ class StoreSource final : public PatchSource {
 
 class WsiSource final : public PatchSource {
  public:
-  explicit WsiSource(const IndexInfo& index) : index_(index) {}
+  // Reads slides with `reader` (--reader; the pixels are the same either way).
+  explicit WsiSource(const IndexInfo& index, SlideReader reader = SlideReader::kAuto)
+      : index_(index), reader_(reader) {}
   void read(const IndexRows& rows, uint8_t* rgb) override;
 
  private:
   const IndexInfo& index_;
+  SlideReader reader_;
   int open_slide_ = -1;
   std::optional<Slide> slide_;
   std::vector<uint8_t> buffer_;
 };
 
-std::unique_ptr<PatchSource> make_source(const std::string& kind, const IndexInfo& index);
+// "store" or "wsi" (read with `reader`); throws InvalidInput naming --source otherwise.
+std::unique_ptr<PatchSource> make_source(const std::string& kind, const IndexInfo& index,
+                                         SlideReader reader = SlideReader::kAuto);
 
 }  // namespace tessera::embed

@@ -30,6 +30,13 @@ OptionTable option_table() {
       ("out", kRunControl, po::value<std::string>()->required(),
        "run directory (patchgen writes RUN/patchgen)")
       ("fail-fast", kRunControl, po::bool_switch(), "stop at the first failed slide (exit code 3)")
+      ("reader", kRunControl, po::value<std::string>()->default_value("auto"),
+       "how patches are read: direct (tiled JPEG TIFF and Aperio SVS decoded tile by tile, each "
+       "tile once; other slides fail), openslide, or auto (direct where it can, else OpenSlide); "
+       "the pixels are the same")
+      ("tile-cache-mb", kRunControl, po::value<int64_t>()->default_value(0),
+       "decoded tiles the direct reader keeps per rank, MiB (0: two tile rows of the slide, at "
+       "most 512 MiB)")
       ("progress-interval", kRunControl, value_with_default<double>(5.0),
        "seconds between progress reports of rank 0 (>= 0)");
   t.group("Patch grid")
@@ -137,6 +144,8 @@ std::map<std::string, std::string> option_values(const Config& c) {
       {"mag", ini_value(0.0)},
       {"out", c.out},
       {"fail-fast", ini_value(c.fail_fast)},
+      {"reader", to_string(c.reader)},
+      {"tile-cache-mb", ini_value(c.tile_cache_mb)},
       {"progress-interval", ini_value(c.progress_interval)},
       {"patch-size", ini_value(c.patch_size)},
       {"stride", ini_value(c.stride)},
@@ -181,6 +190,10 @@ Config config_from(const po::variables_map& v) {
   c.ext = get<std::string>(v, "ext");
   c.stage = stage_options_from(v, slurm_array_environment());
   c.fail_fast = get<bool>(v, "fail-fast");
+  c.reader = parse_slide_reader(get<std::string>(v, "reader"), "reader");
+  c.tile_cache_mb = get<int64_t>(v, "tile-cache-mb");
+  require(c.tile_cache_mb >= 0 && c.tile_cache_mb <= (int64_t{1} << 20), "tile-cache-mb",
+          "must be 0..1048576 MiB (0: default)");
   c.progress_interval = get<double>(v, "progress-interval");
   c.patch_size = get<int>(v, "patch-size");
   c.stride = get<int>(v, "stride");

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/core/options_fwd.h"
+#include "common/slide/slide.h"
 #include "common/stage/partition.h"
 #include "common/stage/stage_options.h"
 #include "common/store/store.h"
@@ -31,6 +32,8 @@ struct Config {
   bool qc = true;
   StageOptions stage;            // part/parts, verify, file locking, overwrite
   bool fail_fast = false;
+  SlideReader reader = SlideReader::kAuto;  // how extraction reads patches (same pixels)
+  int64_t tile_cache_mb = 0;     // the direct reader's decoded-tile cache per rank (0: default)
   double progress_interval = 5;
   int debug_kill_rank = -1;      // fault injection for tests: this rank SIGKILLs itself ...
   int64_t debug_kill_after = -1; // ... after writing this many patches

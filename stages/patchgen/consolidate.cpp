@@ -247,16 +247,20 @@ nlohmann::json consolidate(const Manifest& manifest, const PartPlan& part, const
                            const std::vector<nlohmann::json>& markers) {
   const auto t0 = std::chrono::steady_clock::now();
   std::map<int, std::string> failures;  // slides that failed while extracting, any rank
-  nlohmann::json totals = {{"read_s", 0.0},  {"resize_s", 0.0}, {"encode_s", 0.0},
-                           {"write_s", 0.0}, {"seal_s", 0.0},   {"total_s", 0.0}};
+  nlohmann::json totals = {{"read_s", 0.0},        {"resize_s", 0.0},      {"encode_s", 0.0},
+                           {"write_s", 0.0},       {"seal_s", 0.0},        {"total_s", 0.0},
+                           {"tiles_decoded", 0.0}, {"tile_hits", 0.0},     {"tile_decode_s", 0.0},
+                           {"openslide_fallbacks", 0.0}};
   uint64_t bytes = 0;
   for (const auto& m : markers) {
     for (const auto& f : m.at("stats").at("failed_slides")) {
       failures.emplace(f.at("slide").get<int>(), f.at("reason").get<std::string>());
     }
     for (auto& [key, value] : totals.items()) {
-      const nlohmann::json& v = key == "seal_s" ? m.at("seal_s") : m.at("stats").at(key);
-      value = value.get<double>() + v.get<double>();
+      // The direct reader's counters are absent from markers of runs made before it.
+      const double v = key == "seal_s" ? m.at("seal_s").get<double>()
+                                       : m.at("stats").value(key, 0.0);
+      value = value.get<double>() + v;
     }
     for (const auto& o : m.at("outputs")) bytes += o.at("bytes").get<uint64_t>();
   }

@@ -41,7 +41,10 @@ nlohmann::json ExtractStats::to_json() const {
   }
   return {{"patches", patches},   {"planned", planned},   {"failed_slides", failed},
           {"read_s", read_s},     {"resize_s", resize_s}, {"encode_s", encode_s},
-          {"write_s", write_s},   {"total_s", total_s}};
+          {"write_s", write_s},   {"total_s", total_s},
+          {"direct_slides", direct_slides},        {"tiles_decoded", tiles_decoded},
+          {"tile_hits", tile_hits},                {"tile_read_s", tile_read_s},
+          {"tile_decode_s", tile_decode_s},        {"openslide_fallbacks", openslide_fallbacks}};
 }
 
 std::string shard_file(int rank) { return "shards/" + rank_file_name(rank, ".h5"); }
@@ -79,6 +82,19 @@ ExtractStats extract_rank(const Manifest& manifest, const PartPlan& part, const 
   int open_position = -1;
   std::set<int> failed_positions;
   int64_t done = 0;
+  int logged_refusals = 0;
+  // Counters of the slides read, added up as each is closed.
+  auto close_slide = [&] {
+    if (!slide) return;
+    const TileReaderStats t = slide->direct_stats();
+    stats.direct_slides += std::string(slide->reader()) == "direct";
+    stats.tiles_decoded += t.tiles_decoded;
+    stats.tile_hits += t.tile_hits;
+    stats.tile_read_s += t.read_s;
+    stats.tile_decode_s += t.decode_s;
+    stats.openslide_fallbacks += slide->openslide_fallbacks();
+    slide.reset();
+  };
 
   // Item by item from the partition arithmetic: no list of the rank's items (a cyclic share
   // is one run per item, 24 bytes each, O(own patches)) is ever built.
@@ -90,7 +106,7 @@ ExtractStats extract_rank(const Manifest& manifest, const PartPlan& part, const 
     const int s = part.slides[position];
     const SlideEntry& entry = manifest.slides[s];
     if (open_position != position) {
-      slide.reset();
+      close_slide();
       plan = read_plan(plan_path(stage_dir, entry.slide_id), fingerprint, /*with_patches=*/true);
       if (!plan || !plan->ok || plan->patch_count != part.counts[position]) {
         fail<IoError>("the plan of slide '{}' ('{}') is missing or differs from the planning "
@@ -102,7 +118,14 @@ ExtractStats extract_rank(const Manifest& manifest, const PartPlan& part, const 
     const GridPatch& g = plan->patches[ordinal];
     bool read = false;
     try {
-      if (!slide) slide.emplace(Slide::open(entry.path));
+      if (!slide) {
+        slide.emplace(Slide::open(entry.path, config.reader,
+                                  static_cast<size_t>(config.tile_cache_mb) << 20));
+        if (!slide->direct_refusal().empty() && logged_refusals++ < 3) {
+          spdlog::info("slide '{}' read with OpenSlide: the direct reader refuses it: {}",
+                       entry.slide_id, slide->direct_refusal());
+        }
+      }
       const int rs = plan->level.read_size;
       auto t0 = Clock::now();
       if (plan->level.resample) {
@@ -125,7 +148,7 @@ ExtractStats extract_rank(const Manifest& manifest, const PartPlan& part, const 
       spdlog::warn("slide '{}' failed while extracting: {}", entry.slide_id, e.what());
       stats.failed_slides[s] = e.what();
       failed_positions.insert(position);
-      slide.reset();
+      close_slide();
     }
     // Outside the try: a failure to write the shard is the rank's, not the slide's.
     if (read) {
@@ -140,7 +163,7 @@ ExtractStats extract_rank(const Manifest& manifest, const PartPlan& part, const 
     }
     progress.update(done);
   }
-  slide.reset();
+  close_slide();
   writer.close();
   progress.finish(done);
   stats.encode_s = writer.encode_seconds();

@@ -19,11 +19,18 @@ struct ExtractStats {
   int64_t patches = 0;           // rows written to the shard
   int64_t planned = 0;           // patches assigned to this rank
   std::map<int, std::string> failed_slides;  // slides that failed while reading, with reason
-  double read_s = 0;             // openslide_read_region and ARGB->RGB conversion
+  double read_s = 0;             // reading patches: direct reader, or OpenSlide and ARGB->RGB
   double resize_s = 0;
   double encode_s = 0;           // JPEG encoding (encoding jpeg)
   double write_s = 0;            // HDF5 writes, flush and close
   double total_s = 0;
+  // The direct tile reader (--reader), summed over the slides this rank read.
+  int64_t direct_slides = 0;     // slides read with it (the others with OpenSlide)
+  int64_t tiles_decoded = 0;
+  int64_t tile_hits = 0;         // tiles cut from the cache instead of decoded again
+  double tile_read_s = 0;        // pread of compressed tiles (part of read_s)
+  double tile_decode_s = 0;      // JPEG decoding (part of read_s)
+  int64_t openslide_fallbacks = 0;  // reads at sub-pixel level positions, left to OpenSlide
   nlohmann::json to_json() const;
 };
 

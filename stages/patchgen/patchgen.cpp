@@ -117,8 +117,10 @@ class PatchgenWork final : public StageWork {
     const int rank = context.rank;
     ExtractStats stats = extract_rank(manifest_, part_, config_, rank, context.world_size, dir_,
                                       fingerprint_, context.staging_path(shard_file(rank)));
-    spdlog::info("wrote {} patches in {:.1f}s (read {:.1f}s, write {:.1f}s)", stats.patches,
-                 stats.total_s, stats.read_s, stats.write_s);
+    spdlog::info("wrote {} patches in {:.1f}s (read {:.1f}s, write {:.1f}s); direct reader: {} "
+                 "slides, {} tiles decoded ({:.1f}s), {} reused",
+                 stats.patches, stats.total_s, stats.read_s, stats.write_s, stats.direct_slides,
+                 stats.tiles_decoded, stats.tile_decode_s, stats.tile_hits);
     RankResult result;
     result.outputs = {shard_file(rank)};
     result.fields = {{"rows", stats.patches}, {"stats", stats.to_json()}};
