@@ -56,7 +56,7 @@ SlidePlan plan_slide(const SlideEntry& entry, const Config& config, const std::s
   plan.index = entry.index;
   std::optional<Slide> slide;
   try {
-    slide.emplace(Slide::open(entry.path));
+    slide.emplace(Slide::open(entry.path, config.reader));  // same pixels with either reader
   } catch (const IoError& e) {
     return failed(plan, e.what());
   }
