@@ -90,6 +90,9 @@ void write_png(const std::string& path, const Image8& image) {
   desc.width = static_cast<png_uint_32>(image.width);
   desc.height = static_cast<png_uint_32>(image.height);
   desc.format = image.channels == 1 ? PNG_FORMAT_GRAY : PNG_FORMAT_RGB;
+  // Speed over size: QC thumbnails of textured tissue barely compress, and zlib's default level
+  // was a fifth of patchgen's CPU time on a small slide (docs/performance.md).
+  desc.flags = PNG_IMAGE_FLAG_FAST;
   const png_int_32 stride = image.width * image.channels;
 
   // Encoded once into a buffer of libpng's worst-case size (asking for the size first would
