@@ -76,12 +76,45 @@ TEST(PatchgenE2E, IndexAndPixelsIdenticalForOneTwoThreeRanks) {
       EXPECT_TRUE(fs::exists(fmt::format("{}/patchgen/qc/{}.png", out, id)));
     }
   }
-  EXPECT_GT(digests[0].patches, 100);
-  for (int r = 1; r < 3; ++r) {
-    EXPECT_EQ(digests[r].patches, digests[0].patches);
-    EXPECT_EQ(digests[r].index_sha256, digests[0].index_sha256) << "ranks " << r + 1;
-    EXPECT_EQ(digests[r].pixels_sha256, digests[0].pixels_sha256) << "ranks " << r + 1;
+  // The runs above read with the direct tile reader (--reader auto on tiled JPEG TIFF, slide B
+  // at level 1); OpenSlide must give the same bytes.
+  int64_t direct_slides = 0, tiles = 0;
+  for (int r = 0; r < 3; ++r) {
+    const auto marker = read_json_file(fmt::format("{}/patchgen/markers/rank-{:05d}.json",
+                                                   tmp / "run3", r)).value();
+    direct_slides += marker["stats"]["direct_slides"].get<int64_t>();
+    tiles += marker["stats"]["tiles_decoded"].get<int64_t>();
+    EXPECT_EQ(marker["stats"]["openslide_fallbacks"].get<int64_t>(), 0);
   }
+  EXPECT_GE(direct_slides, 3);
+  EXPECT_GT(tiles, 0);
+  const std::string openslide = tmp / "openslide";
+  std::string log;
+  ASSERT_EQ(run_command(patchgen(2, manifest(), openslide, "--reader openslide"), &log), 0) << log;
+  digests.push_back(patchgen::digest_run(openslide + "/patchgen"));
+  EXPECT_GT(digests[0].patches, 100);
+  for (size_t r = 1; r < digests.size(); ++r) {
+    EXPECT_EQ(digests[r].patches, digests[0].patches);
+    EXPECT_EQ(digests[r].index_sha256, digests[0].index_sha256) << "run " << r;
+    EXPECT_EQ(digests[r].pixels_sha256, digests[0].pixels_sha256) << "run " << r;
+  }
+}
+
+TEST(PatchgenE2E, ForcedDirectReaderFailsASlideItCannotReadNamingIt) {
+  // boxes.tiff is deflate-compressed: --reader direct refuses it, the slide fails with the
+  // reason, the others are read.
+  TempDir tmp("pg_direct");
+  write_text(tmp / "manifest.csv", fmt::format("slide_id,path,mpp\nA,{},0.5\nboxes,{}boxes.tiff,0.5\n",
+                                               (Cohort::dir() / "s0.tif").string(), kFixtures));
+  const std::string out = tmp / "run";
+  std::string log;
+  EXPECT_EQ(run_command(patchgen(1, tmp / "manifest.csv", out, "--reader direct"),
+                        &log),
+            3)
+      << log;
+  EXPECT_NE(log.find("boxes.tiff"), std::string::npos) << log;
+  EXPECT_NE(log.find("--reader direct"), std::string::npos) << log;
+  EXPECT_NE(log.find("not JPEG"), std::string::npos) << log;
 }
 
 TEST(PatchgenE2E, IndexLayoutAndPixelsMatchOpenSlide) {
