@@ -8,10 +8,14 @@
 #include <cstring>
 #include <filesystem>
 #include <optional>
-#include <set>
+#include <deque>
+#include <exception>
+#include <memory>
+#include <thread>
 
 #include <spdlog/spdlog.h>
 
+#include "common/core/bounded_queue.h"
 #include "common/core/error.h"
 #include "common/core/fs.h"
 #include "common/core/hash.h"
@@ -30,6 +34,109 @@ using Clock = std::chrono::steady_clock;
 
 double since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// One slide's share of a rank: what the reader thread reads, in the rank's order.
+struct SlideJob {
+  int position = 0;
+  int slide = 0;
+  std::string slide_id;
+  std::string path;
+  LevelChoice level;
+  std::vector<int64_t> ordinals;
+  std::vector<GridPatch> patches;
+};
+
+// Consecutive patches of one job, read. A failed slide ends with a batch carrying the error
+// (patches from `first` on are skipped).
+struct ReadBatch {
+  size_t first = 0;
+  int count = 0;
+  std::vector<uint8_t> pixels;
+  std::string error;
+  bool last = false;  // the job's last batch
+};
+
+constexpr int kBatchPatches = 16;
+constexpr size_t kBatchesAhead = 8;  // 8 x 16 raw 224 px patches: 19 MB
+
+// The reader thread's totals, read after it is joined.
+struct ReaderTotals {
+  double read_s = 0;
+  double resize_s = 0;
+  int64_t direct_slides = 0;
+  TileReaderStats tiles;
+  int64_t fallbacks = 0;
+};
+
+// The reader thread: reads each job's patches (slide opened with --reader, one at a time) into
+// batches until the job queue is closed or the batch queue refuses.
+void read_slides(BoundedQueue<std::shared_ptr<const SlideJob>>& jobs,
+                 BoundedQueue<ReadBatch>& batches, const Config& config, ReaderTotals* totals) {
+  const int ps = config.patch_size;
+  const size_t patch_bytes = static_cast<size_t>(ps) * ps * 3;
+  std::vector<uint8_t> read_buffer;
+  int logged_refusals = 0;
+  while (auto next = jobs.pop()) {
+    const SlideJob& job = **next;
+    std::optional<Slide> slide;
+    size_t i = 0, handed_over = 0;
+    auto add_counters = [&] {
+      if (!slide) return;
+      const TileReaderStats t = slide->direct_stats();
+      totals->direct_slides += std::string(slide->reader()) == "direct";
+      totals->tiles.tiles_decoded += t.tiles_decoded;
+      totals->tiles.tile_hits += t.tile_hits;
+      totals->tiles.read_s += t.read_s;
+      totals->tiles.decode_s += t.decode_s;
+      totals->fallbacks += slide->openslide_fallbacks();
+    };
+    try {
+      slide.emplace(Slide::open(job.path, config.reader,
+                                static_cast<size_t>(config.tile_cache_mb) << 20));
+      if (!slide->direct_refusal().empty() && logged_refusals++ < 3) {
+        spdlog::info("slide '{}' read with OpenSlide: the direct reader refuses it: {}",
+                     job.slide_id, slide->direct_refusal());
+      }
+      const int rs = job.level.read_size;
+      while (i < job.patches.size()) {
+        ReadBatch batch;
+        batch.first = i;
+        batch.count = static_cast<int>(std::min<size_t>(kBatchPatches, job.patches.size() - i));
+        batch.pixels.resize(batch.count * patch_bytes);
+        for (int k = 0; k < batch.count; ++k, ++i) {
+          const GridPatch& g = job.patches[i];
+          uint8_t* out = batch.pixels.data() + k * patch_bytes;
+          auto t0 = Clock::now();
+          if (job.level.resample) {
+            read_buffer.resize(static_cast<size_t>(rs) * rs * 3);
+            slide->read_rgb(g.x, g.y, job.level.level, rs, rs, read_buffer.data());
+            totals->read_s += since(t0);
+            auto t1 = Clock::now();
+            resize_patch(read_buffer.data(), rs, out, ps);
+            totals->resize_s += since(t1);
+          } else {
+            slide->read_rgb(g.x, g.y, job.level.level, ps, ps, out);
+            totals->read_s += since(t0);
+          }
+        }
+        batch.last = i == job.patches.size();
+        if (!batches.push(std::move(batch))) {
+          add_counters();
+          return;
+        }
+        handed_over = i;
+      }
+    } catch (const IoError& e) {
+      ReadBatch failed;
+      // The patches of the batch in progress were not handed over: skipped with the rest.
+      failed.first = handed_over;
+      failed.error = e.what();
+      failed.last = true;
+      if (!batches.push(std::move(failed))) return;
+    }
+    add_counters();
+  }
 }
 
 }  // namespace
@@ -75,97 +182,122 @@ ExtractStats extract_rank(const Manifest& manifest, const PartPlan& part, const 
   Progress progress("extract", stats.planned, {rank, config.stage.part, config.stage.parts},
                     rank == 0, (fs::path(stage_dir) / "progress.jsonl").string(),
                     config.progress_interval);
-  const int ps = config.patch_size;
-  std::vector<uint8_t> read_buffer, patch(static_cast<size_t>(ps) * ps * 3);
-  std::optional<Slide> slide;
-  std::optional<SlidePlan> plan;  // of the slide at position `open_position`, patches included
-  int open_position = -1;
-  std::set<int> failed_positions;
-  int64_t done = 0;
-  int logged_refusals = 0;
-  // Counters of the slides read, added up as each is closed.
-  auto close_slide = [&] {
-    if (!slide) return;
-    const TileReaderStats t = slide->direct_stats();
-    stats.direct_slides += std::string(slide->reader()) == "direct";
-    stats.tiles_decoded += t.tiles_decoded;
-    stats.tile_hits += t.tile_hits;
-    stats.tile_read_s += t.read_s;
-    stats.tile_decode_s += t.decode_s;
-    stats.openslide_fallbacks += slide->openslide_fallbacks();
-    slide.reset();
-  };
 
-  // Item by item from the partition arithmetic: no list of the rank's items (a cyclic share
-  // is one run per item, 24 bytes each, O(own patches)) is ever built.
-  for (int64_t k = 0; k < stats.planned; ++k) {
-    const int64_t item = partition.global_index(rank, k);
-    ++done;
-    const auto [position, ordinal] = order.locate(item);
-    if (failed_positions.count(position)) continue;
+  // The rank's items, slide by slide, from the partition arithmetic: a job holds one slide's
+  // share (read from its plan file on this thread: HDF5 stays on one thread), never more than
+  // two slides' at once.
+  int64_t next_item = 0;
+  auto next_job = [&]() -> std::shared_ptr<const SlideJob> {
+    if (next_item >= stats.planned) return nullptr;
+    const int position = order.locate(partition.global_index(rank, next_item)).first;
     const int s = part.slides[position];
     const SlideEntry& entry = manifest.slides[s];
-    if (open_position != position) {
-      close_slide();
-      plan = read_plan(plan_path(stage_dir, entry.slide_id), fingerprint, /*with_patches=*/true);
-      if (!plan || !plan->ok || plan->patch_count != part.counts[position]) {
-        fail<IoError>("the plan of slide '{}' ('{}') is missing or differs from the planning "
-                      "exchange; rerun the stage",
-                      entry.slide_id, plan_path(stage_dir, entry.slide_id));
-      }
-      open_position = position;
+    auto plan = read_plan(plan_path(stage_dir, entry.slide_id), fingerprint, /*with_patches=*/true);
+    if (!plan || !plan->ok || plan->patch_count != part.counts[position]) {
+      fail<IoError>("the plan of slide '{}' ('{}') is missing or differs from the planning "
+                    "exchange; rerun the stage",
+                    entry.slide_id, plan_path(stage_dir, entry.slide_id));
     }
-    const GridPatch& g = plan->patches[ordinal];
-    bool read = false;
+    auto job = std::make_shared<SlideJob>();
+    job->position = position;
+    job->slide = s;
+    job->slide_id = entry.slide_id;
+    job->path = entry.path;
+    job->level = plan->level;
+    for (; next_item < stats.planned; ++next_item) {
+      const auto [p, ordinal] = order.locate(partition.global_index(rank, next_item));
+      if (p != position) break;
+      job->ordinals.push_back(ordinal);
+      job->patches.push_back(plan->patches[ordinal]);
+    }
+    return job;
+  };
+
+  // Reading and decoding run on a thread of their own, overlapping the shard writes here.
+  BoundedQueue<std::shared_ptr<const SlideJob>> jobs(2);
+  BoundedQueue<ReadBatch> batches(kBatchesAhead);
+  ReaderTotals totals;
+  std::exception_ptr reader_error;
+  std::thread reader([&] {
     try {
-      if (!slide) {
-        slide.emplace(Slide::open(entry.path, config.reader,
-                                  static_cast<size_t>(config.tile_cache_mb) << 20));
-        if (!slide->direct_refusal().empty() && logged_refusals++ < 3) {
-          spdlog::info("slide '{}' read with OpenSlide: the direct reader refuses it: {}",
-                       entry.slide_id, slide->direct_refusal());
-        }
-      }
-      const int rs = plan->level.read_size;
-      auto t0 = Clock::now();
-      if (plan->level.resample) {
-        read_buffer.resize(static_cast<size_t>(rs) * rs * 3);
-        slide->read_rgb(g.x, g.y, plan->level.level, rs, rs, read_buffer.data());
-        stats.read_s += since(t0);
-        auto t1 = Clock::now();
-        resize_patch(read_buffer.data(), rs, patch.data(), ps);
-        stats.resize_s += since(t1);
-      } else {
-        slide->read_rgb(g.x, g.y, plan->level.level, ps, ps, patch.data());
-        stats.read_s += since(t0);
-      }
-      read = true;
-    } catch (const IoError& e) {
+      read_slides(jobs, batches, config, &totals);
+    } catch (...) {
+      reader_error = std::current_exception();
+    }
+    batches.close();
+  });
+  struct Stop {  // on every exit, the reader thread is stopped and joined
+    BoundedQueue<std::shared_ptr<const SlideJob>>& jobs;
+    BoundedQueue<ReadBatch>& batches;
+    std::thread& thread;
+    ~Stop() {
+      jobs.close();
+      batches.close();
+      if (thread.joinable()) thread.join();
+    }
+  } stop{jobs, batches, reader};
+
+  std::deque<std::shared_ptr<const SlideJob>> pending;
+  auto submit = [&] {
+    if (auto job = next_job()) {
+      pending.push_back(job);
+      jobs.push(std::move(job));
+    } else {
+      jobs.close();
+    }
+  };
+  submit();
+  submit();
+  int64_t done = 0;
+  while (!pending.empty()) {
+    std::optional<ReadBatch> batch = batches.pop();
+    if (!batch) break;  // the reader stopped: its error is rethrown below
+    const SlideJob& job = *pending.front();
+    if (!batch->error.empty()) {
       if (config.fail_fast) {
-        throw Error(fmt::format("slide '{}' failed (--fail-fast): {}", entry.slide_id, e.what()),
+        throw Error(fmt::format("slide '{}' failed (--fail-fast): {}", job.slide_id, batch->error),
                     kExitSlidesFailed);
       }
-      spdlog::warn("slide '{}' failed while extracting: {}", entry.slide_id, e.what());
-      stats.failed_slides[s] = e.what();
-      failed_positions.insert(position);
-      close_slide();
+      spdlog::warn("slide '{}' failed while extracting: {}", job.slide_id, batch->error);
+      stats.failed_slides[job.slide] = batch->error;
+      done += static_cast<int64_t>(job.patches.size() - batch->first);
+      progress.update(done);
     }
-    // Outside the try: a failure to write the shard is the rank's, not the slide's.
-    if (read) {
-      writer.add(make_patch_id(s, ordinal), s, g.x, g.y, g.tissue, patch.data());
+    const size_t patch_bytes = static_cast<size_t>(config.patch_size) * config.patch_size * 3;
+    for (int i = 0; i < batch->count; ++i) {
+      const size_t k = batch->first + static_cast<size_t>(i);
+      const GridPatch& g = job.patches[k];
+      // A failure to write the shard is the rank's, not the slide's: thrown from here.
+      writer.add(make_patch_id(job.slide, job.ordinals[k]), job.slide, g.x, g.y, g.tissue,
+                 batch->pixels.data() + i * patch_bytes);
       ++stats.patches;
+      ++done;
+      if (rank == config.debug_kill_rank && stats.patches == config.debug_kill_after) {
+        spdlog::warn("--debug-kill-after {} reached: killing rank {} with SIGKILL",
+                     config.debug_kill_after, rank);
+        spdlog::default_logger()->flush();
+        std::raise(SIGKILL);
+      }
+      progress.update(done);
     }
-    if (rank == config.debug_kill_rank && stats.patches == config.debug_kill_after) {
-      spdlog::warn("--debug-kill-after {} reached: killing rank {} with SIGKILL",
-                   config.debug_kill_after, rank);
-      spdlog::default_logger()->flush();
-      std::raise(SIGKILL);
+    if (batch->last) {
+      pending.pop_front();
+      submit();
     }
-    progress.update(done);
   }
-  close_slide();
+  jobs.close();
+  reader.join();
+  if (reader_error) std::rethrow_exception(reader_error);
   writer.close();
   progress.finish(done);
+  stats.read_s = totals.read_s;
+  stats.resize_s = totals.resize_s;
+  stats.direct_slides = totals.direct_slides;
+  stats.tiles_decoded = totals.tiles.tiles_decoded;
+  stats.tile_hits = totals.tiles.tile_hits;
+  stats.tile_read_s = totals.tiles.read_s;
+  stats.tile_decode_s = totals.tiles.decode_s;
+  stats.openslide_fallbacks = totals.fallbacks;
   stats.encode_s = writer.encode_seconds();
   stats.write_s = writer.write_seconds();
   stats.total_s = since(start);
