@@ -22,7 +22,10 @@ fi
 
 mkdir -p "$out"
 for ranks in ${BENCH_RANKS:-1 2}; do
-  mpirun -np "$ranks" "${mpi_flags[@]}" "$driver" \
+  # patchgen runs a reader thread beside each rank's writer: a lone rank gets every core (mpirun
+  # would pin it to core 0), more ranks one core each.
+  if ((ranks == 1)); then bind=(--bind-to none); else bind=(--bind-to core); fi
+  mpirun -np "$ranks" "${bind[@]}" "${mpi_flags[@]}" "$driver" \
     --slide "$out/synth-40000x30000-seed1.tif" \
     --work "$out/patchgen-work" \
     --out "$out/patchgen_bench_np$ranks.json" \

@@ -43,7 +43,11 @@ records="$work/records.txt"
 : > "$records"
 for rep in $(seq 1 "${REPS:-2}"); do
   for ranks in ${RANKS:-1 2 4}; do
-    if ((ranks > cores)); then bind=(--oversubscribe --bind-to none); else bind=(--bind-to core); fi
+    # A lone rank gets every core for its reader and writer threads; more ranks one core each;
+    # more ranks than cores run oversubscribed.
+    if ((ranks > cores)); then bind=(--oversubscribe --bind-to none)
+    elif ((ranks == 1)); then bind=(--bind-to none)
+    else bind=(--bind-to core); fi
     for partition in ${PARTITIONS:-cyclic block-cyclic:64 contiguous}; do
       for reader in ${READERS:-direct openslide}; do
         run="$work/run"
