@@ -69,6 +69,7 @@ struct BenchOptions {
   int warmup = 1;
   std::string out;
   std::string compare;
+  std::string cache;
 };
 
 po::options_description bench_options() {
@@ -85,6 +86,10 @@ po::options_description bench_options() {
       ("warmup", po::value<int>()->default_value(1), "untimed warm-up repetitions (reported apart)")
       ("out", po::value<std::string>()->default_value(""),
        "JSON report (default WORK/patchgen_bench_npR.json)")
+      ("cache", po::value<std::string>()->default_value(bench::kCacheWarm),
+       "warm: the slide stays in the page cache between modes; drop: posix_fadvise(DONTNEED) on "
+       "the slide before every mode, outside the timers (advice, not proof of a cold cache); "
+       "fresh: as warm, since every mode opens the slide anew")
       ("compare", po::value<std::string>()->default_value(""),
        "an earlier report: print the ratio of medians per mode, or why they cannot be compared");
   po::options_description stage;
@@ -105,6 +110,8 @@ BenchOptions bench_options_from(const po::variables_map& v, int world_size) {
   o.warmup = v["warmup"].as<int>();
   o.out = v["out"].as<std::string>();
   o.compare = v["compare"].as<std::string>();
+  o.cache = v["cache"].as<std::string>();
+  bench::check_cache_policy(o.cache);
   if (o.out.empty()) {
     const std::string name = "patchgen_bench_np" + std::to_string(world_size) + ".json";
     o.out = (fs::path(o.work) / name).string();
@@ -258,7 +265,9 @@ json measure_patchgen(const Config& config, const SlidePlan& plan, Comm& comm) {
         {"resize", resize},
         {"encode", encode},
         {"write", write},
-        {"extract_other", extract - read - resize - encode - write},
+        // Reading runs on its own thread beside the writes: their sum may exceed the extraction.
+        {"extract_other", std::max(0.0, extract - read - resize - encode - write)},
+        {"read_write_overlap", std::max(0.0, read + resize + encode + write - extract)},
         {"seal", seal},
         {"outside_extract", rank_seconds - extract - seal},
         {"wait_rank0", success["wait_s_rank0"]},
@@ -425,7 +434,8 @@ json measure_decode_limit(const Config& config, const SlidePlan& plan,
 // repetition's index.
 // `grid` receives the plan's level, read size and patch count.
 json repetition(int index, const Config& config, const Config& openslide_config,
-                const std::string& qc_dir, const std::string& slide_path, Comm& comm, json* grid) {
+                const std::string& qc_dir, const std::string& slide_path, const std::string& cache,
+                Comm& comm, json* grid) {
   const json load = bench::load_average();
   double plan_s = 0;
   const SlidePlan plan = timed_plan(config, qc_dir, comm, &plan_s);
@@ -439,6 +449,10 @@ json repetition(int index, const Config& config, const Config& openslide_config,
   json around = json::object();
   for (size_t k = 0; k < modes.size(); ++k) {
     const std::string& mode = modes[(k + static_cast<size_t>(index)) % modes.size()];
+    if (cache == bench::kCacheDrop) {
+      if (comm.rank() == 0) result["dropped"][mode] = bench::drop_page_cache({slide_path});
+      comm.barrier();
+    }
     bench::RepetitionProbe probe;
     json m = mode == "patchgen"             ? measure_patchgen(config, plan, comm)
              : mode == "patchgen_openslide" ? measure_patchgen(openslide_config, plan, comm)
@@ -483,10 +497,10 @@ int bench_main(const po::variables_map& values, Comm& comm, const json& command)
 
   json warmups = json::array(), reps = json::array(), grid;
   for (int w = 0; w < o.warmup; ++w) {
-    warmups.push_back(repetition(w, config, openslide_config, qc_dir, o.slide, comm, &grid));
+    warmups.push_back(repetition(w, config, openslide_config, qc_dir, o.slide, o.cache, comm, &grid));
   }
   for (int r = 0; r < o.reps; ++r) {  // rotating order cancels drift and cache effects
-    reps.push_back(repetition(r, config, openslide_config, qc_dir, o.slide, comm, &grid));
+    reps.push_back(repetition(r, config, openslide_config, qc_dir, o.slide, o.cache, comm, &grid));
   }
   json usage = json::array();
   for (const auto& s : comm.allgather(bench::resource_usage().dump())) {
@@ -554,6 +568,7 @@ int bench_main(const po::variables_map& values, Comm& comm, const json& command)
                   {"shard_xxh3", reps.back()["patchgen"]["shard_xxh3"]},
                   {"shards_identical_across_repetitions", identical}}},
       {"resources", {{"peak_rss_mb_max", peak_rss}, {"per_rank", usage}}}};
+  report.update(bench::cache_policy_field(o.cache));
   if (!o.compare.empty()) {
     report["compare"] = bench::compare_reports(bench::load_report(o.compare), report);
     spdlog::info("against '{}':\n{}", o.compare, bench::format_comparison(report["compare"]));

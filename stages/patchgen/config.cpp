@@ -78,8 +78,9 @@ OptionTable option_table() {
        "none, deflate (level 4) or deflate:1..9 (encoding raw)")
       ("chunk-patches", kResult, po::value<int>()->default_value(64),
        "patches per HDF5 chunk and write")
-      ("partition", kResult, po::value<std::string>()->default_value("cyclic"),
-       "how patches are split over ranks: cyclic, block-cyclic:B or contiguous")
+      ("partition", kResult, po::value<std::string>()->default_value("contiguous"),
+       "how patches are split over ranks: contiguous (one run of patches per rank: each tile "
+       "decoded and each plan read by about one rank), block-cyclic:B or cyclic")
       ("qc", kResult, value_with_default<bool>(true),
        "write a QC PNG and GeoJSON per slide and a cohort overview PNG");
   po::options_description stage;

@@ -27,7 +27,7 @@ struct Config {
   double default_mpp = 0;        // 0: none; slides without resolution fail
   double min_tissue = 0.25;
   TissueParams tissue;
-  Partition::Spec partition;     // of the global patch list over ranks; cyclic by default
+  Partition::Spec partition;     // of the global patch list over ranks; contiguous by default
   StoreLayout layout;
   bool qc = true;
   StageOptions stage;            // part/parts, verify, file locking, overwrite

@@ -29,7 +29,7 @@ TEST(PatchgenConfig, Defaults) {
   EXPECT_DOUBLE_EQ(c.min_tissue, 0.25);
   EXPECT_EQ(c.layout.encoding, "raw");
   EXPECT_EQ(c.tissue.threshold, -1);
-  EXPECT_EQ(c.partition.to_string(), "cyclic");
+  EXPECT_EQ(c.partition.to_string(), "contiguous");
 }
 
 TEST(PatchgenConfig, BadValuesNameTheOption) {

@@ -1,4 +1,4 @@
-// patchgen: tissue detection and cyclic-partitioned patch extraction into HDF5 shards.
+// patchgen: tissue detection and partitioned patch extraction into HDF5 shards.
 #include "common/core/options.h"
 #include "common/mpi/mpi_main.h"
 #include "stages/patchgen/config.h"

@@ -1,4 +1,4 @@
-// patchgen's entry point: tissue detection, cyclic-partitioned patch extraction into one HDF5
+// patchgen's entry point: tissue detection, partitioned patch extraction into one HDF5
 // shard per rank, markers, and rank 0's consolidation into RUN/patchgen/index.h5 and _SUCCESS.
 #pragma once
 
