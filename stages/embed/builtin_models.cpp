@@ -190,10 +190,12 @@ class BottleneckImpl : public nn::Module {
   }
 
   torch::Tensor forward(const torch::Tensor& x) {
-    auto out = torch::relu(bn1_->forward(conv1_->forward(x)));
-    out = torch::relu(bn2_->forward(conv2_->forward(out)));
+    // In place, as torchvision's Bottleneck: no new tensor per ReLU or residual add.
+    auto out = bn1_->forward(conv1_->forward(x)).relu_();
+    out = bn2_->forward(conv2_->forward(out)).relu_();
     out = bn3_->forward(conv3_->forward(out));
-    return torch::relu(out + (downsample_ ? downsample_->forward(x) : x));
+    out += downsample_ ? downsample_->forward(x) : x;
+    return out.relu_();
   }
 
  private:
@@ -212,7 +214,7 @@ class ResNet50TruncImpl : public nn::Module {
  public:
   ResNet50TruncImpl() {
     stem_ = register_module(
-        "stem", nn::Sequential(conv(3, 64, 7, 2, 3), nn::BatchNorm2d(64), nn::ReLU(),
+        "stem", nn::Sequential(conv(3, 64, 7, 2, 3), nn::BatchNorm2d(64), nn::ReLU(nn::ReLUOptions(true)),
                                nn::MaxPool2d(nn::MaxPool2dOptions(3).stride(2).padding(1))));
     layers_ = register_module("layers", nn::Sequential());
     int in = 64;
