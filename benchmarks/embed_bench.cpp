@@ -29,6 +29,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/core/cpu.h"
 #include "common/core/options.h"
 #include "benchmarks/bench_report.h"
 #include "common/core/error.h"
@@ -713,6 +714,7 @@ int bench_main(const po::variables_map& values, Comm& comm, const json& command)
 
 int main(int argc, char** argv) {
   namespace em = tessera::embed;
+  tessera::keep_freed_memory();  // as the embed executable
   const nlohmann::json command = tessera::bench::command_line(argc, argv);
   return tessera::mpi_main(argc, argv, em::kUsage, em::bench_options(),
                            [&](const tessera::po::variables_map& values, tessera::Comm& comm) {

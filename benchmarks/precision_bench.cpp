@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "benchmarks/bench_report.h"
+#include "common/core/cpu.h"
 #include "common/core/error.h"
 #include "common/core/options.h"
 #include "common/core/version.h"
@@ -188,6 +189,7 @@ int run(int argc, char** argv) {
 }  // namespace tessera::bench
 
 int main(int argc, char** argv) {
+  tessera::keep_freed_memory();  // as the embed executable
   try {
     return tessera::bench::run(argc, argv);
   } catch (const std::exception& e) {

@@ -1,5 +1,7 @@
 #include "common/core/cpu.h"
 
+#include <malloc.h>
+
 #include <sched.h>
 
 #include <thread>
@@ -29,6 +31,12 @@ int thread_count(int requested, const char* what) {
                  what, requested, cores);
   }
   return requested;
+}
+
+bool keep_freed_memory() {
+  // mallopt returns 1 on success.
+  return mallopt(M_ARENA_MAX, 1) == 1 && mallopt(M_MMAP_MAX, 0) == 1 &&
+         mallopt(M_TRIM_THRESHOLD, 2047 << 20) == 1;
 }
 
 }  // namespace tessera
