@@ -112,5 +112,35 @@ TEST_F(ExtractTest, ShardWriteFailureIsTheRanksNotTheSlides) {
       ::testing::ExitedWithCode(kExitError), "rank-00000\\.h5");
 }
 
+TEST_F(ExtractTest, ASlideThatCannotBeReadIsRecordedAndItsPatchesSkipped) {
+  // The slide is replaced by garbage after planning: the reader thread's failure reaches the
+  // rank as a failed slide, the shard is written with its other rows (none here).
+  {
+    std::FILE* f = std::fopen((dir_ / "s.tif").c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    std::fputs("not a slide any more", f);
+    std::fclose(f);
+  }
+  const ExtractStats stats = extract_rank(manifest_, part_, config_, 0, 1, stage_dir(), "fp",
+                                          (dir_ / "patchgen" / shard_file(0)).string());
+  ASSERT_EQ(stats.failed_slides.count(0), 1u);
+  EXPECT_NE(stats.failed_slides.at(0).find("s.tif"), std::string::npos)
+      << stats.failed_slides.at(0);
+  EXPECT_EQ(stats.patches, 0);
+  EXPECT_EQ(stats.planned, part_.counts[0]);
+  EXPECT_EQ(ShardReader((dir_ / "patchgen" / shard_file(0)).string()).rows(), 0);
+
+  config_.fail_fast = true;
+  try {
+    extract_rank(manifest_, part_, config_, 0, 1, stage_dir(), "fp",
+                 (dir_ / "patchgen" / shard_file(0)).string());
+    FAIL() << "--fail-fast did not stop at the failed slide";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.exit_code(), kExitSlidesFailed);
+    EXPECT_NE(std::string(e.what()).find("slide 'A' failed (--fail-fast)"), std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace tessera::patchgen
