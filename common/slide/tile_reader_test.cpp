@@ -3,6 +3,7 @@
 #include "common/slide/tile_reader.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <random>
@@ -18,8 +19,21 @@ namespace {
 namespace fs = std::filesystem;
 const std::string kFixtures = std::string(TESSERA_FIXTURES_DIR) + "/openslide-python/";
 
+// This process's folder of generated slides, removed when the test program ends.
+fs::path slide_dir() {
+  static const struct Dir {
+    fs::path path = fs::temp_directory_path() /
+                    ("tessera_tile_reader_test_" + std::to_string(::getpid()));
+    ~Dir() {
+      std::error_code ec;
+      fs::remove_all(path, ec);
+    }
+  } dir;
+  return dir.path;
+}
+
 std::string temp_slide(const std::string& name, int64_t w, int64_t h, int tile, uint64_t seed) {
-  const fs::path dir = fs::temp_directory_path() / "tessera_tile_reader_test";
+  const fs::path dir = slide_dir();
   fs::create_directories(dir);
   synth::SlideSpec spec;
   spec.path = (dir / name).string();
