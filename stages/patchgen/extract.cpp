@@ -184,8 +184,8 @@ ExtractStats extract_rank(const Manifest& manifest, const PartPlan& part, const 
                     config.progress_interval);
 
   // The rank's items, slide by slide, from the partition arithmetic: a job holds one slide's
-  // share (read from its plan file on this thread: HDF5 stays on one thread), never more than
-  // two slides' at once.
+  // share, never more than two slides' at once. Its plan file is read on this thread: HDF5 takes
+  // one process-wide lock per call, so every HDF5 call stays here, beside the writes.
   int64_t next_item = 0;
   auto next_job = [&]() -> std::shared_ptr<const SlideJob> {
     if (next_item >= stats.planned) return nullptr;
