@@ -257,9 +257,12 @@ nlohmann::json consolidate(const Manifest& manifest, const PartPlan& part, const
       failures.emplace(f.at("slide").get<int>(), f.at("reason").get<std::string>());
     }
     for (auto& [key, value] : totals.items()) {
-      // The direct reader's counters are absent from markers of runs made before it.
-      const double v = key == "seal_s" ? m.at("seal_s").get<double>()
-                                       : m.at("stats").value(key, 0.0);
+      const nlohmann::json& stats = m.at("stats");
+      // Only the direct reader's counters may be absent: markers written before it lack them.
+      const bool reader_counter = key.rfind("tile", 0) == 0 || key == "openslide_fallbacks";
+      const double v = key == "seal_s"     ? m.at("seal_s").get<double>()
+                       : reader_counter ? stats.value(key, 0.0)
+                                        : stats.at(key).get<double>();
       value = value.get<double>() + v;
     }
     for (const auto& o : m.at("outputs")) bytes += o.at("bytes").get<uint64_t>();
