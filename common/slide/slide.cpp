@@ -98,9 +98,8 @@ TileReaderStats Slide::direct_stats() const { return direct_ ? direct_->stats() 
 
 Slide::Slide(Slide&& other) noexcept
     : osr_(other.osr_), path_(std::move(other.path_)), dims_(std::move(other.dims_)),
-      downsamples_(std::move(other.downsamples_)), argb_(std::move(other.argb_)),
-      direct_(std::move(other.direct_)), direct_refusal_(std::move(other.direct_refusal_)),
-      fallbacks_(other.fallbacks_) {
+      downsamples_(std::move(other.downsamples_)), direct_(std::move(other.direct_)),
+      direct_refusal_(std::move(other.direct_refusal_)), fallbacks_(other.fallbacks_.load()) {
   other.osr_ = nullptr;
 }
 
@@ -112,10 +111,9 @@ Slide& Slide::operator=(Slide&& other) noexcept {
     path_ = std::move(other.path_);
     dims_ = std::move(other.dims_);
     downsamples_ = std::move(other.downsamples_);
-    argb_ = std::move(other.argb_);
     direct_ = std::move(other.direct_);
     direct_refusal_ = std::move(other.direct_refusal_);
-    fallbacks_ = other.fallbacks_;
+    fallbacks_ = other.fallbacks_.load();
   }
   return *this;
 }
@@ -146,6 +144,11 @@ void Slide::read_argb(int64_t x, int64_t y, int level, int w, int h, uint32_t* a
   }
 }
 
+std::vector<uint32_t>& Slide::argb_buffer() {
+  thread_local std::vector<uint32_t> argb;
+  return argb;
+}
+
 void Slide::read_rgb(int64_t x, int64_t y, int level, int w, int h, uint8_t* rgb) const {
   if (direct_) {
     // OpenSlide paints level `level` from (x / downsample, y / downsample): a whole pixel is a
@@ -156,11 +159,12 @@ void Slide::read_rgb(int64_t x, int64_t y, int level, int w, int h, uint8_t* rgb
       direct_->read_rgb(level, static_cast<int64_t>(lx), static_cast<int64_t>(ly), w, h, rgb);
       return;
     }
-    ++fallbacks_;
+    fallbacks_.fetch_add(1, std::memory_order_relaxed);
   }
-  argb_.resize(static_cast<size_t>(w) * h);
-  read_argb(x, y, level, w, h, argb_.data());
-  argb_to_rgb(argb_.data(), argb_.size(), rgb);
+  std::vector<uint32_t>& argb = argb_buffer();
+  argb.resize(static_cast<size_t>(w) * h);
+  read_argb(x, y, level, w, h, argb.data());
+  argb_to_rgb(argb.data(), argb.size(), rgb);
 }
 
 Image8 Slide::read_level(int level) const {
@@ -177,7 +181,7 @@ Image8 Slide::read_level(int level) const {
     read_rgb(0, y0, level, image.width, rows,
              image.pixels.data() + static_cast<size_t>(y) * image.width * 3);
   }
-  argb_ = {};  // up to 64 MB for a level; patch reads need far less
+  argb_buffer() = {};  // up to 64 MB for a level; patch reads need far less
   return image;
 }
 

@@ -1,8 +1,9 @@
 // A whole-slide image opened with OpenSlide. Move-only; the handle is closed by the destructor.
-// Not thread-safe across threads sharing one Slide for error state; OpenSlide itself allows
-// concurrent reads.
+// read_rgb may be called from several threads at once (OpenSlide and the direct reader both allow
+// concurrent reads); an OpenSlide error is sticky and seen by every thread.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -59,14 +60,14 @@ class Slide {
   // The direct reader's counters (all zero without it), and the reads that fell back to OpenSlide
   // because the level position was not a whole pixel (OpenSlide then interpolates).
   TileReaderStats direct_stats() const;
-  int64_t openslide_fallbacks() const { return fallbacks_; }
+  int64_t openslide_fallbacks() const { return fallbacks_.load(std::memory_order_relaxed); }
 
   // Reads the w x h region whose top-left corner is level-0 (x, y), at `level`, as RGB into `rgb`
   // (w*h*3 bytes). With the direct reader, when (x, y) / downsample(level) is a whole pixel, the
   // region is cut from decoded tiles (same pixels); otherwise OpenSlide's premultiplied ARGB is
   // converted with argb_to_rgb. Throws IoError
   // naming the file and region when OpenSlide reports an error; after an error the slide is
-  // unusable (OpenSlide errors are sticky). OpenSlide's output goes through a buffer the Slide
+  // unusable (OpenSlide errors are sticky). OpenSlide's output goes through a buffer each thread
   // keeps and reuses, so reading patch after patch allocates nothing.
   void read_rgb(int64_t x, int64_t y, int level, int w, int h, uint8_t* rgb) const;
   // The same region as OpenSlide's raw premultiplied ARGB (w*h words), for tests and baselines.
@@ -77,14 +78,14 @@ class Slide {
  private:
   Slide(openslide_t* osr, std::string path);
   void check_error(const char* what) const;
+  static std::vector<uint32_t>& argb_buffer();  // read_rgb's OpenSlide output, one per thread
   openslide_t* osr_ = nullptr;
   std::string path_;
   std::vector<std::pair<int64_t, int64_t>> dims_;
   std::vector<double> downsamples_;
-  mutable std::vector<uint32_t> argb_;  // read_rgb's OpenSlide output
   std::unique_ptr<TileReader> direct_;  // mutable state behind const reads (its tile cache)
   std::string direct_refusal_;
-  mutable int64_t fallbacks_ = 0;
+  mutable std::atomic<int64_t> fallbacks_{0};
 };
 
 // Resizes a src_size^2 RGB patch to dst_size^2: area filter when shrinking, bilinear when

@@ -13,7 +13,9 @@
 #include <chrono>
 #include <cstdarg>
 #include <cstring>
+#include <condition_variable>
 #include <list>
+#include <mutex>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -104,8 +106,9 @@ struct DirLevel {
   J_COLOR_SPACE space = JCS_YCbCr;  // what the JPEG streams are decoded as (TIFF's photometric)
 };
 
-// Why directory `dir` (current in `tif`) cannot be a direct level; empty when it can.
-std::string unsuitable(TIFF* tif) {
+// Why the current directory of `tif` cannot be a direct level; empty when it can, with the colour
+// space its JPEG streams are decoded as (TIFF's photometric) in `space`.
+std::string unsuitable(TIFF* tif, J_COLOR_SPACE* space) {
   uint16_t compression = 0, photometric = 0, spp = 0, bps = 0, planar = PLANARCONFIG_CONTIG;
   uint16_t orientation = ORIENTATION_TOPLEFT;
   if (!TIFFIsTiled(tif)) return "not tiled";
@@ -121,9 +124,33 @@ std::string unsuitable(TIFF* tif) {
       (photometric != PHOTOMETRIC_YCBCR && photometric != PHOTOMETRIC_RGB)) {
     return fmt::format("photometric {} is neither YCbCr nor RGB", photometric);
   }
+  *space = photometric == PHOTOMETRIC_RGB ? JCS_RGB : JCS_YCbCr;
   TIFFGetFieldDefaulted(tif, TIFFTAG_ORIENTATION, &orientation);
   if (orientation != ORIENTATION_TOPLEFT) return fmt::format("orientation {}", orientation);
   return {};
+}
+
+// One thread's JPEG decoder and compressed-tile buffer, kept for the thread's life: decoders are
+// not shared, the decoded tiles are.
+struct Decoder {
+  jpeg_decompress_struct cinfo{};
+  JpegError error{};
+  std::vector<uint8_t> compressed;  // tables + one tile's stream
+
+  Decoder() {
+    cinfo.err = jpeg_std_error(&error.mgr);
+    error.mgr.error_exit = jpeg_fail;
+    error.mgr.emit_message = jpeg_quiet;
+    jpeg_create_decompress(&cinfo);
+  }
+  ~Decoder() { jpeg_destroy_decompress(&cinfo); }
+  Decoder(const Decoder&) = delete;
+  Decoder& operator=(const Decoder&) = delete;
+};
+
+Decoder& thread_decoder() {
+  thread_local Decoder decoder;
+  return decoder;
 }
 
 }  // namespace
@@ -131,36 +158,52 @@ std::string unsuitable(TIFF* tif) {
 struct TileReader::Impl {
   std::string path;
   int fd = -1;
-  jpeg_decompress_struct cinfo{};
-  JpegError jpeg_error{};
   std::vector<DirLevel> levels;
   size_t capacity = 1;  // tiles kept
-  // LRU of decoded tiles: front is the most recently used.
+
+  // LRU of decoded tiles, front the most recently used, guarded by `mutex`. An entry that is not
+  // `ready` is being decoded by one thread; others needing it wait on `decoded`. Such entries are
+  // never evicted (the cache may then exceed its capacity by the tiles in flight).
   struct Entry {
     uint64_t key;
-    std::vector<uint8_t> rgb;
+    std::shared_ptr<std::vector<uint8_t>> rgb;
+    bool ready = false;
   };
+  mutable std::mutex mutex;
+  std::condition_variable decoded;
   std::list<Entry> lru;
   std::unordered_map<uint64_t, std::list<Entry>::iterator> index;
-  std::vector<uint8_t> compressed;  // tables + one tile's stream
+  std::vector<std::shared_ptr<std::vector<uint8_t>>> spare;  // evicted buffers nobody holds
+  TileReaderStats stats;
 
-  Impl() {
-    cinfo.err = jpeg_std_error(&jpeg_error.mgr);
-    jpeg_error.mgr.error_exit = jpeg_fail;
-    jpeg_error.mgr.emit_message = jpeg_quiet;
-    jpeg_create_decompress(&cinfo);
-  }
   ~Impl() {
-    jpeg_destroy_decompress(&cinfo);
     if (fd >= 0) ::close(fd);
   }
+
+  // Evicts the least recently used ready entry while the cache is full; keeps its buffer for
+  // reuse when no reader holds it any more.
+  void make_room() {
+    while (lru.size() >= capacity) {
+      auto victim = std::find_if(lru.rbegin(), lru.rend(), [](const Entry& e) { return e.ready; });
+      if (victim == lru.rend()) return;
+      if (victim->rgb.use_count() == 1 && spare.size() < 4) spare.push_back(std::move(victim->rgb));
+      index.erase(victim->key);
+      lru.erase(std::next(victim).base());
+    }
+  }
+
+  // Reads and decodes tile `t` of `level_index` into `rgb` (on the calling thread, unlocked).
+  void decode_tile(int level_index, int64_t col, int64_t row, std::vector<uint8_t>& rgb,
+                   TileReaderStats& counted) const;
 };
 
 TileReader::TileReader(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 TileReader::~TileReader() = default;
 
-int TileReader::tile_width(int level) const { return impl_->levels.at(level).tile_w; }
-int TileReader::tile_height(int level) const { return impl_->levels.at(level).tile_h; }
+TileReaderStats TileReader::stats() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->stats;
+}
 
 std::unique_ptr<TileReader> TileReader::open(
     const std::string& path, const std::vector<std::pair<int64_t, int64_t>>& levels,
@@ -201,9 +244,9 @@ std::unique_ptr<TileReader> TileReader::open(
     for (const Dir& d : dirs) {
       if (d.width != lw || d.height != lh) continue;
       if (!TIFFSetDirectory(tif.get(), d.index)) continue;
-      reason = unsuitable(tif.get());
-      if (!reason.empty()) continue;
       DirLevel level;
+      reason = unsuitable(tif.get(), &level.space);
+      if (!reason.empty()) continue;
       level.width = lw;
       level.height = lh;
       uint32_t tw = 0, th = 0;
@@ -213,9 +256,6 @@ std::unique_ptr<TileReader> TileReader::open(
         reason = fmt::format("tile size {}x{}", tw, th);
         continue;
       }
-      uint16_t photometric = 0;
-      TIFFGetField(tif.get(), TIFFTAG_PHOTOMETRIC, &photometric);
-      level.space = photometric == PHOTOMETRIC_RGB ? JCS_RGB : JCS_YCbCr;
       level.tile_w = static_cast<int>(tw);
       level.tile_h = static_cast<int>(th);
       level.cols = (lw + tw - 1) / tw;
@@ -276,77 +316,109 @@ std::unique_ptr<TileReader> TileReader::open(
   // Counters and cache describe the caller's reads only.
   reader->impl_->lru.clear();
   reader->impl_->index.clear();
-  reader->stats_ = {};
+  reader->impl_->stats = {};
   return reader;
 }
 
-const uint8_t* TileReader::tile(int level_index, int64_t col, int64_t row) {
-  Impl& m = *impl_;
-  const DirLevel& level = m.levels[level_index];
+void TileReader::Impl::decode_tile(int level_index, int64_t col, int64_t row,
+                                   std::vector<uint8_t>& rgb, TileReaderStats& counted) const {
+  const DirLevel& level = levels[level_index];
   const int64_t t = row * level.cols + col;
-  const uint64_t key = (static_cast<uint64_t>(level_index) << 48) | static_cast<uint64_t>(t);
-  if (auto it = m.index.find(key); it != m.index.end()) {
-    m.lru.splice(m.lru.begin(), m.lru, it->second);
-    ++stats_.tile_hits;
-    return it->second->rgb.data();
-  }
   const uint64_t size = level.sizes[t];
-  if (size == 0) return nullptr;
   if (size > (256u << 20)) {
-    fail<IoError>("slide '{}': level {} tile ({}, {}) claims {} bytes", m.path, level_index, col,
+    fail<IoError>("slide '{}': level {} tile ({}, {}) claims {} bytes", path, level_index, col,
                   row, size);
   }
-
+  Decoder& d = thread_decoder();
   // Tables (without EOI) then the tile's stream (without SOI): one complete JPEG. The stream is
   // read in place, its SOI landing on the tables' last two bytes, which are then put back.
   auto t0 = Clock::now();
   const size_t base = level.tables.empty() ? 0 : level.tables.size() - 2;
-  m.compressed.resize(base + size);
+  d.compressed.resize(base + size);
   std::copy(level.tables.begin(), level.tables.begin() + static_cast<std::ptrdiff_t>(base),
-            m.compressed.begin());
+            d.compressed.begin());
   size_t got = 0;
   while (got < size) {
-    const ssize_t n = ::pread(m.fd, m.compressed.data() + base + got, size - got,
+    const ssize_t n = ::pread(fd, d.compressed.data() + base + got, size - got,
                               static_cast<off_t>(level.offsets[t] + got));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      fail<IoError>("slide '{}': cannot read level {} tile ({}, {}) at offset {}: {}", m.path,
+      fail<IoError>("slide '{}': cannot read level {} tile ({}, {}) at offset {}: {}", path,
                     level_index, col, row, level.offsets[t],
                     n < 0 ? std::strerror(errno) : "file ends early");
     }
     got += static_cast<size_t>(n);
   }
   if (!level.tables.empty()) {
-    if (size < 2 || m.compressed[base] != 0xFF || m.compressed[base + 1] != 0xD8) {
-      fail<IoError>("slide '{}': level {} tile ({}, {}) is not a JPEG stream", m.path,
-                    level_index, col, row);
+    if (size < 2 || d.compressed[base] != 0xFF || d.compressed[base + 1] != 0xD8) {
+      fail<IoError>("slide '{}': level {} tile ({}, {}) is not a JPEG stream", path, level_index,
+                    col, row);
     }
-    m.compressed[base] = level.tables[base];
-    m.compressed[base + 1] = level.tables[base + 1];
+    d.compressed[base] = level.tables[base];
+    d.compressed[base + 1] = level.tables[base + 1];
   }
-  stats_.bytes_read += static_cast<int64_t>(size);
-  stats_.read_s += since(t0);
+  counted.bytes_read += static_cast<int64_t>(size);
+  counted.read_s += since(t0);
 
   t0 = Clock::now();
-  // Reuse the least recently used buffer when the cache is full.
-  std::vector<uint8_t> rgb;
-  if (m.lru.size() >= m.capacity) {
-    rgb = std::move(m.lru.back().rgb);
-    m.index.erase(m.lru.back().key);
-    m.lru.pop_back();
-  }
   rgb.resize(static_cast<size_t>(level.tile_w) * level.tile_h * 3);
-  const std::string error = decode(m.cinfo, m.jpeg_error, m.compressed.data(), m.compressed.size(),
+  const std::string error = decode(d.cinfo, d.error, d.compressed.data(), d.compressed.size(),
                                    level.space, level.tile_w, level.tile_h, rgb.data());
   if (!error.empty()) {
-    fail<IoError>("slide '{}': cannot decode level {} tile ({}, {}): {}", m.path, level_index, col,
+    fail<IoError>("slide '{}': cannot decode level {} tile ({}, {}): {}", path, level_index, col,
                   row, error);
   }
-  stats_.decode_s += since(t0);
-  ++stats_.tiles_decoded;
-  m.lru.push_front({key, std::move(rgb)});
-  m.index[key] = m.lru.begin();
-  return m.lru.front().rgb.data();
+  counted.decode_s += since(t0);
+  ++counted.tiles_decoded;
+}
+
+TileReader::TileBuffer TileReader::tile(int level_index, int64_t col, int64_t row) {
+  Impl& m = *impl_;
+  const DirLevel& level = m.levels[level_index];
+  const int64_t t = row * level.cols + col;
+  if (level.sizes[t] == 0) return nullptr;
+  const uint64_t key = (static_cast<uint64_t>(level_index) << 48) | static_cast<uint64_t>(t);
+  std::unique_lock<std::mutex> lock(m.mutex);
+  for (auto it = m.index.find(key); it != m.index.end(); it = m.index.find(key)) {
+    if (it->second->ready) {
+      m.lru.splice(m.lru.begin(), m.lru, it->second);
+      ++m.stats.tile_hits;
+      return it->second->rgb;
+    }
+    m.decoded.wait(lock);  // another thread is decoding it (if that fails, this one tries)
+  }
+  m.make_room();
+  std::shared_ptr<std::vector<uint8_t>> rgb;
+  if (m.spare.empty()) {
+    rgb = std::make_shared<std::vector<uint8_t>>();
+  } else {
+    rgb = std::move(m.spare.back());
+    m.spare.pop_back();
+  }
+  m.lru.push_front({key, nullptr, false});
+  const auto entry = m.lru.begin();
+  m.index[key] = entry;
+  lock.unlock();
+
+  TileReaderStats counted;
+  try {
+    m.decode_tile(level_index, col, row, *rgb, counted);
+  } catch (...) {
+    lock.lock();
+    m.index.erase(key);
+    m.lru.erase(entry);
+    m.decoded.notify_all();
+    throw;
+  }
+  lock.lock();
+  entry->rgb = rgb;
+  entry->ready = true;
+  m.stats.tiles_decoded += counted.tiles_decoded;
+  m.stats.bytes_read += counted.bytes_read;
+  m.stats.read_s += counted.read_s;
+  m.stats.decode_s += counted.decode_s;
+  m.decoded.notify_all();
+  return rgb;
 }
 
 void TileReader::read_rgb(int level_index, int64_t x, int64_t y, int w, int h, uint8_t* rgb) {
@@ -366,7 +438,8 @@ void TileReader::read_rgb(int level_index, int64_t x, int64_t y, int w, int h, u
     const int64_t ty0 = std::max(y0, row * th), ty1 = std::min(y1, (row + 1) * th);
     for (int64_t col = x0 / tw; col <= (x1 - 1) / tw; ++col) {
       const int64_t tx0 = std::max(x0, col * tw), tx1 = std::min(x1, (col + 1) * tw);
-      const uint8_t* tile_rgb = tile(level_index, col, row);
+      const TileBuffer held = tile(level_index, col, row);
+      const uint8_t* tile_rgb = held ? held->data() : nullptr;
       const size_t span = static_cast<size_t>(tx1 - tx0) * 3;
       for (int64_t yy = ty0; yy < ty1; ++yy) {
         uint8_t* out = rgb + static_cast<size_t>(yy - y) * row_bytes + static_cast<size_t>(tx0 - x) * 3;

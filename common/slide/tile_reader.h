@@ -5,7 +5,8 @@
 // accepts (same libjpeg-turbo, same IDCT and upsampling, white where OpenSlide is transparent):
 // common/slide/tile_reader_test.cpp compares every pixel.
 //
-// Not thread-safe: one reader per thread (Slide owns one).
+// Thread-safe: threads reading one slide share its cache, and a tile that several threads need at
+// once is decoded by one of them while the others wait for it.
 #pragma once
 
 #include <cstddef>
@@ -47,19 +48,19 @@ class TileReader {
   // Reads the w x h region whose top-left corner is (x, y) in `level`'s own pixels, as RGB
   // (w*h*3 bytes). Pixels outside the level, and in tiles the file does not store, are white (as
   // OpenSlide's transparent pixels after argb_to_rgb). Throws IoError naming the file, level and
-  // tile on a read or decode failure.
+  // tile on a read or decode failure. May be called from several threads at once.
   void read_rgb(int level, int64_t x, int64_t y, int w, int h, uint8_t* rgb);
 
-  int tile_width(int level) const;
-  int tile_height(int level) const;
-  const TileReaderStats& stats() const { return stats_; }
+  TileReaderStats stats() const;
 
  private:
   struct Impl;
+  using TileBuffer = std::shared_ptr<const std::vector<uint8_t>>;
   explicit TileReader(std::unique_ptr<Impl> impl);
-  const uint8_t* tile(int level, int64_t col, int64_t row);  // nullptr: tile not stored
+  // The decoded tile, held for the caller (the cache may evict it meanwhile); nullptr when the
+  // file does not store it.
+  TileBuffer tile(int level, int64_t col, int64_t row);
   std::unique_ptr<Impl> impl_;
-  TileReaderStats stats_;
 };
 
 }  // namespace tessera

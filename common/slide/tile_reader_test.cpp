@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "common/core/error.h"
@@ -121,6 +123,45 @@ TEST(TileReader, SmallCacheDecodesAgainButStaysCorrect) {
   expect_same_region(reference, direct, 100, 100, 0, 600, 500);
   expect_same_region(reference, direct, 0, 0, 0, 300, 300);
   EXPECT_GT(direct.direct_stats().tiles_decoded, 9);
+}
+
+// Threads sharing one Slide: every patch equals OpenSlide's (read once up front), each tile is
+// decoded by one thread only (the cache holds them all), and a one-tile cache under contention
+// still gives the right pixels. Run under ThreadSanitizer, this is the cache's race test.
+TEST(TileReader, ThreadsSharingOneSlideReadTheSamePixelsAndDecodeEachTileOnce) {
+  const std::string path = temp_slide("threads.tif", 2300, 1700, 256, 17);
+  Slide reference = Slide::open(path);
+  constexpr int kSize = 224;
+  const size_t bytes = size_t{kSize} * kSize * 3;
+  std::vector<std::pair<int64_t, int64_t>> patches;
+  for (int64_t y = 0; y + kSize <= 1700; y += kSize) {
+    for (int64_t x = 0; x + kSize <= 2300; x += kSize) patches.emplace_back(x, y);
+  }
+  std::vector<uint8_t> expected(patches.size() * bytes);
+  for (size_t i = 0; i < patches.size(); ++i) {
+    reference.read_rgb(patches[i].first, patches[i].second, 0, kSize, kSize,
+                       expected.data() + i * bytes);
+  }
+  for (size_t cache : {size_t{64} << 20, size_t{256} * 256 * 3}) {
+    Slide direct = Slide::open(path, SlideReader::kDirect, cache);
+    std::vector<uint8_t> got(expected.size(), 7);
+    std::atomic<size_t> next{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) {
+      threads.emplace_back([&] {
+        for (size_t i = next++; i < patches.size(); i = next++) {
+          direct.read_rgb(patches[i].first, patches[i].second, 0, kSize, kSize,
+                          got.data() + i * bytes);
+        }
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    EXPECT_TRUE(got == expected) << "cache of " << cache << " bytes";
+    if (cache == size_t{64} << 20) {
+      // Rows 0..1567 and columns 0..2239 of 256 px tiles: 9 x 7 tiles, each decoded once.
+      EXPECT_EQ(direct.direct_stats().tiles_decoded, 63);
+    }
+  }
 }
 
 TEST(TileReader, AperioFixtureWithRgbJpegTilesEqualsOpenSlide) {

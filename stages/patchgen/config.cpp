@@ -37,6 +37,14 @@ OptionTable option_table() {
       ("tile-cache-mb", kRunControl, po::value<int64_t>()->default_value(0),
        "decoded tiles the direct reader keeps per rank, MiB (0: two tile rows of the slide, at "
        "most 512 MiB)")
+      ("reader-threads", kRunControl, po::value<int>()->default_value(0),
+       "threads per rank reading and decoding patches, sharing each slide and its tile cache, "
+       "beside the thread writing the shard (0: as many as the rank's cores)")
+      ("read-batch", kRunControl, po::value<int>()->default_value(16),
+       "patches a reader thread reads before handing them to the writer (1..4096)")
+      ("read-ahead", kRunControl, po::value<int>()->default_value(8),
+       "batches read ahead of the writer, at most (1..4096; at least one per reader thread); "
+       "memory: read-ahead x read-batch patches")
       ("progress-interval", kRunControl, value_with_default<double>(5.0),
        "seconds between progress reports of rank 0 (>= 0)");
   t.group("Patch grid")
@@ -147,6 +155,9 @@ std::map<std::string, std::string> option_values(const Config& c) {
       {"fail-fast", ini_value(c.fail_fast)},
       {"reader", to_string(c.reader)},
       {"tile-cache-mb", ini_value(c.tile_cache_mb)},
+      {"reader-threads", ini_value(c.reader_threads)},
+      {"read-batch", ini_value(c.read_batch)},
+      {"read-ahead", ini_value(c.read_ahead)},
       {"progress-interval", ini_value(c.progress_interval)},
       {"patch-size", ini_value(c.patch_size)},
       {"stride", ini_value(c.stride)},
@@ -195,6 +206,13 @@ Config config_from(const po::variables_map& v) {
   c.tile_cache_mb = get<int64_t>(v, "tile-cache-mb");
   require(c.tile_cache_mb >= 0 && c.tile_cache_mb <= (int64_t{1} << 20), "tile-cache-mb",
           "must be 0..1048576 MiB (0: default)");
+  c.reader_threads = get<int>(v, "reader-threads");
+  require(c.reader_threads >= 0 && c.reader_threads <= 1024, "reader-threads",
+          "must be 0..1024 (0: the rank's cores)");
+  c.read_batch = get<int>(v, "read-batch");
+  require(c.read_batch >= 1 && c.read_batch <= 4096, "read-batch", "must be 1..4096");
+  c.read_ahead = get<int>(v, "read-ahead");
+  require(c.read_ahead >= 1 && c.read_ahead <= 4096, "read-ahead", "must be 1..4096");
   c.progress_interval = get<double>(v, "progress-interval");
   c.patch_size = get<int>(v, "patch-size");
   c.stride = get<int>(v, "stride");

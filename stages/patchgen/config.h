@@ -34,6 +34,9 @@ struct Config {
   bool fail_fast = false;
   SlideReader reader = SlideReader::kAuto;  // how extraction reads patches (same pixels)
   int64_t tile_cache_mb = 0;     // the direct reader's decoded-tile cache per rank (0: default)
+  int reader_threads = 0;        // threads reading patches per rank (0: the rank's cores)
+  int read_batch = 16;           // patches per batch a reader thread hands to the writer
+  int read_ahead = 8;            // batches read ahead of the writer (bounds memory)
   double progress_interval = 5;
   int debug_kill_rank = -1;      // fault injection for tests: this rank SIGKILLs itself ...
   int64_t debug_kill_after = -1; // ... after writing this many patches

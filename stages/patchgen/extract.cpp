@@ -7,15 +7,18 @@
 #include <csignal>
 #include <cstring>
 #include <filesystem>
-#include <optional>
+#include <condition_variable>
 #include <deque>
 #include <exception>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <thread>
 
 #include <spdlog/spdlog.h>
 
-#include "common/core/bounded_queue.h"
+#include "common/core/cpu.h"
 #include "common/core/error.h"
 #include "common/core/fs.h"
 #include "common/core/hash.h"
@@ -47,96 +50,219 @@ struct SlideJob {
   std::vector<GridPatch> patches;
 };
 
-// Consecutive patches of one job, read. A failed slide ends with a batch carrying the error
-// (patches from `first` on are skipped).
+// Consecutive patches of one job, read: from `first` on, `count` of them. A batch that failed
+// carries the error instead (the slide's patches from `first` on are skipped).
 struct ReadBatch {
   size_t first = 0;
   int count = 0;
   std::vector<uint8_t> pixels;
   std::string error;
-  bool last = false;  // the job's last batch
 };
 
-constexpr int kBatchPatches = 16;
-constexpr size_t kBatchesAhead = 8;  // 8 x 16 raw 224 px patches: 19 MB
-
-// The reader thread's totals, read after it is joined.
+// What the reader threads read, summed over them, read after they are joined.
 struct ReaderTotals {
+  std::mutex mutex;
   double read_s = 0;
   double resize_s = 0;
   int64_t direct_slides = 0;
   TileReaderStats tiles;
   int64_t fallbacks = 0;
+  int logged_refusals = 0;
+
+  void add_slide(const Slide& slide) {
+    const TileReaderStats t = slide.direct_stats();
+    std::lock_guard<std::mutex> lock(mutex);
+    direct_slides += std::string(slide.reader()) == "direct";
+    tiles.tiles_decoded += t.tiles_decoded;
+    tiles.tile_hits += t.tile_hits;
+    tiles.read_s += t.read_s;
+    tiles.decode_s += t.decode_s;
+    fallbacks += slide.openslide_fallbacks();
+  }
 };
 
-// The reader thread: reads each job's patches (slide opened with --reader, one at a time) into
-// batches until the job queue is closed or the batch queue refuses.
-void read_slides(BoundedQueue<std::shared_ptr<const SlideJob>>& jobs,
-                 BoundedQueue<ReadBatch>& batches, const Config& config, ReaderTotals* totals) {
+// A job being read: its batches are claimed in order by whichever reader thread is free, all of
+// them reading through one Slide (and so one tile cache), opened by the first. The slide's
+// counters are added to the totals when the last holder lets go of it.
+struct ActiveJob {
+  std::shared_ptr<const SlideJob> job;
+  size_t batches = 0;
+  size_t next_claim = 0;
+  std::map<size_t, ReadBatch> ready;  // read, not yet taken by the writer
+  bool abandoned = false;             // the slide failed: the rest is dropped
+  std::once_flag opening;
+  std::optional<Slide> slide;
+  std::string open_error;
+  ReaderTotals* totals = nullptr;
+
+  ~ActiveJob() {
+    if (slide) totals->add_slide(*slide);
+  }
+};
+
+// Hands batches of the rank's jobs to reader threads and their results, in order, to the writing
+// thread. At most `ahead` batches are claimed and not yet taken, which bounds the memory.
+class ReadQueue {
+ public:
+  struct Claim {
+    std::shared_ptr<ActiveJob> job;
+    size_t batch = 0;
+  };
+
+  explicit ReadQueue(size_t ahead) : ahead_(std::max<size_t>(1, ahead)) {}
+
+  // Writing thread: a job for the readers (in the order the writer takes them).
+  std::shared_ptr<ActiveJob> add(std::shared_ptr<const SlideJob> job, size_t batch_patches,
+                                 ReaderTotals* totals) {
+    auto active = std::make_shared<ActiveJob>();
+    active->batches = (job->patches.size() + batch_patches - 1) / batch_patches;
+    active->job = std::move(job);
+    active->totals = totals;
+    std::lock_guard<std::mutex> lock(mutex_);
+    jobs_.push_back(active);
+    changed_.notify_all();
+    return active;
+  }
+
+  // Writing thread: batch `b` of `job`, once read; nullopt when the queue was stopped.
+  std::optional<ReadBatch> take(ActiveJob& job, size_t b) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait(lock, [&] { return stopped_ || job.ready.count(b) > 0; });
+    if (stopped_) return std::nullopt;
+    auto it = job.ready.find(b);
+    ReadBatch batch = std::move(it->second);
+    job.ready.erase(it);
+    --outstanding_;
+    changed_.notify_all();
+    return batch;
+  }
+
+  // Writing thread: done with `job` (every batch taken, or the slide failed). Batches read or
+  // being read are dropped.
+  void finish(const std::shared_ptr<ActiveJob>& job) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    job->abandoned = true;
+    outstanding_ -= job->ready.size();  // batches still being read are dropped on delivery
+    job->ready.clear();
+    jobs_.erase(std::find(jobs_.begin(), jobs_.end(), job));
+    changed_.notify_all();
+  }
+
+  // No more jobs: readers return once the queued ones are claimed.
+  void close() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    closed_ = true;
+    changed_.notify_all();
+  }
+
+  // Stops everything: readers return after their batch in progress, take() returns nullopt.
+  void stop() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopped_ = closed_ = true;
+    changed_.notify_all();
+  }
+
+  // Reader thread: the next batch to read; nullopt when closed and nothing is left, or stopped.
+  std::optional<Claim> claim() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      if (stopped_) return std::nullopt;
+      if (outstanding_ < ahead_) {
+        for (const auto& job : jobs_) {
+          if (!job->abandoned && job->next_claim < job->batches) {
+            ++outstanding_;
+            return Claim{job, job->next_claim++};
+          }
+        }
+        if (closed_) return std::nullopt;
+      }
+      changed_.wait(lock);
+    }
+  }
+
+  // Reader thread: the result of a claim.
+  void deliver(const Claim& claim, ReadBatch batch) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (claim.job->abandoned) {
+      --outstanding_;
+    } else {
+      claim.job->ready.emplace(claim.batch, std::move(batch));
+    }
+    changed_.notify_all();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<std::shared_ptr<ActiveJob>> jobs_;
+  size_t ahead_;
+  size_t outstanding_ = 0;  // claimed and not yet taken (or dropped)
+  bool closed_ = false;
+  bool stopped_ = false;
+};
+
+// One reader thread: claims batches and reads them until the queue is closed or stopped.
+void read_batches(ReadQueue& queue, const Config& config, size_t batch_patches,
+                  ReaderTotals* totals) {
   const int ps = config.patch_size;
   const size_t patch_bytes = static_cast<size_t>(ps) * ps * 3;
   std::vector<uint8_t> read_buffer;
-  int logged_refusals = 0;
-  while (auto next = jobs.pop()) {
-    const SlideJob& job = **next;
-    std::optional<Slide> slide;
-    size_t i = 0, handed_over = 0;
-    auto add_counters = [&] {
-      if (!slide) return;
-      const TileReaderStats t = slide->direct_stats();
-      totals->direct_slides += std::string(slide->reader()) == "direct";
-      totals->tiles.tiles_decoded += t.tiles_decoded;
-      totals->tiles.tile_hits += t.tile_hits;
-      totals->tiles.read_s += t.read_s;
-      totals->tiles.decode_s += t.decode_s;
-      totals->fallbacks += slide->openslide_fallbacks();
-    };
-    try {
-      slide.emplace(Slide::open(job.path, config.reader,
-                                static_cast<size_t>(config.tile_cache_mb) << 20));
-      if (!slide->direct_refusal().empty() && logged_refusals++ < 3) {
-        spdlog::info("slide '{}' read with OpenSlide: the direct reader refuses it: {}",
-                     job.slide_id, slide->direct_refusal());
+  double read_s = 0, resize_s = 0;
+  while (auto claim = queue.claim()) {
+    ActiveJob& active = *claim->job;
+    const SlideJob& job = *active.job;
+    std::call_once(active.opening, [&] {
+      try {
+        active.slide.emplace(Slide::open(job.path, config.reader,
+                                         static_cast<size_t>(config.tile_cache_mb) << 20));
+      } catch (const IoError& e) {
+        active.open_error = e.what();
+        return;
       }
-      const int rs = job.level.read_size;
-      while (i < job.patches.size()) {
-        ReadBatch batch;
-        batch.first = i;
-        batch.count = static_cast<int>(std::min<size_t>(kBatchPatches, job.patches.size() - i));
-        batch.pixels.resize(batch.count * patch_bytes);
-        for (int k = 0; k < batch.count; ++k, ++i) {
-          const GridPatch& g = job.patches[i];
-          uint8_t* out = batch.pixels.data() + k * patch_bytes;
-          auto t0 = Clock::now();
-          if (job.level.resample) {
-            read_buffer.resize(static_cast<size_t>(rs) * rs * 3);
-            slide->read_rgb(g.x, g.y, job.level.level, rs, rs, read_buffer.data());
-            totals->read_s += since(t0);
-            auto t1 = Clock::now();
-            resize_patch(read_buffer.data(), rs, out, ps);
-            totals->resize_s += since(t1);
-          } else {
-            slide->read_rgb(g.x, g.y, job.level.level, ps, ps, out);
-            totals->read_s += since(t0);
-          }
+      if (active.slide->direct_refusal().empty()) return;
+      std::lock_guard<std::mutex> lock(totals->mutex);
+      if (totals->logged_refusals++ < 3) {
+        spdlog::info("slide '{}' read with OpenSlide: the direct reader refuses it: {}",
+                     job.slide_id, active.slide->direct_refusal());
+      }
+    });
+    ReadBatch batch;
+    batch.first = claim->batch * batch_patches;
+    batch.count = static_cast<int>(std::min(batch_patches, job.patches.size() - batch.first));
+    if (!active.open_error.empty()) {
+      batch.error = active.open_error;
+      queue.deliver(*claim, std::move(batch));
+      continue;
+    }
+    const Slide& slide = *active.slide;
+    const int rs = job.level.read_size;
+    try {
+      batch.pixels.resize(batch.count * patch_bytes);
+      for (int k = 0; k < batch.count; ++k) {
+        const GridPatch& g = job.patches[batch.first + k];
+        uint8_t* out = batch.pixels.data() + k * patch_bytes;
+        auto t0 = Clock::now();
+        if (job.level.resample) {
+          read_buffer.resize(static_cast<size_t>(rs) * rs * 3);
+          slide.read_rgb(g.x, g.y, job.level.level, rs, rs, read_buffer.data());
+          read_s += since(t0);
+          auto t1 = Clock::now();
+          resize_patch(read_buffer.data(), rs, out, ps);
+          resize_s += since(t1);
+        } else {
+          slide.read_rgb(g.x, g.y, job.level.level, ps, ps, out);
+          read_s += since(t0);
         }
-        batch.last = i == job.patches.size();
-        if (!batches.push(std::move(batch))) {
-          add_counters();
-          return;
-        }
-        handed_over = i;
       }
     } catch (const IoError& e) {
-      ReadBatch failed;
-      // The patches of the batch in progress were not handed over: skipped with the rest.
-      failed.first = handed_over;
-      failed.error = e.what();
-      failed.last = true;
-      if (!batches.push(std::move(failed))) return;
+      batch.pixels.clear();
+      batch.error = e.what();
     }
-    add_counters();
+    queue.deliver(*claim, std::move(batch));
   }
+  std::lock_guard<std::mutex> lock(totals->mutex);
+  totals->read_s += read_s;
+  totals->resize_s += resize_s;
 }
 
 }  // namespace
@@ -213,80 +339,93 @@ ExtractStats extract_rank(const Manifest& manifest, const PartPlan& part, const 
     return job;
   };
 
-  // Reading and decoding run on a thread of their own, overlapping the shard writes here.
-  BoundedQueue<std::shared_ptr<const SlideJob>> jobs(2);
-  BoundedQueue<ReadBatch> batches(kBatchesAhead);
-  ReaderTotals totals;
+  // Reading and decoding run on reader threads of their own, overlapping the shard writes here.
+  const size_t batch_patches = static_cast<size_t>(config.read_batch);
+  const int reader_count = thread_count(config.reader_threads, "--reader-threads");
+  ReaderTotals totals;  // before the queue: the jobs it may still hold add to it when destroyed
+  ReadQueue queue(static_cast<size_t>(std::max(config.read_ahead, reader_count)));
+  std::mutex error_mutex;
   std::exception_ptr reader_error;
-  std::thread reader([&] {
-    try {
-      read_slides(jobs, batches, config, &totals);
-    } catch (...) {
-      reader_error = std::current_exception();
-    }
-    batches.close();
-  });
-  struct Stop {  // on every exit, the reader thread is stopped and joined
-    BoundedQueue<std::shared_ptr<const SlideJob>>& jobs;
-    BoundedQueue<ReadBatch>& batches;
-    std::thread& thread;
+  std::vector<std::thread> readers;
+  struct Stop {  // on every exit, the reader threads are stopped and joined
+    ReadQueue& queue;
+    std::vector<std::thread>& threads;
     ~Stop() {
-      jobs.close();
-      batches.close();
-      if (thread.joinable()) thread.join();
+      queue.stop();
+      for (std::thread& t : threads) {
+        if (t.joinable()) t.join();
+      }
     }
-  } stop{jobs, batches, reader};
+  } stop{queue, readers};
+  for (int t = 0; t < reader_count; ++t) {
+    readers.emplace_back([&] {
+      try {
+        read_batches(queue, config, batch_patches, &totals);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(error_mutex);
+        if (!reader_error) reader_error = std::current_exception();
+        queue.stop();
+      }
+    });
+  }
 
-  std::deque<std::shared_ptr<const SlideJob>> pending;
+  // At most two slides' jobs are queued at once: the one being written and the next.
+  std::deque<std::shared_ptr<ActiveJob>> pending;
   auto submit = [&] {
     if (auto job = next_job()) {
-      pending.push_back(job);
-      jobs.push(std::move(job));
+      pending.push_back(queue.add(std::move(job), batch_patches, &totals));
     } else {
-      jobs.close();
+      queue.close();
     }
   };
   submit();
   submit();
   int64_t done = 0;
-  while (!pending.empty()) {
-    std::optional<ReadBatch> batch = batches.pop();
-    if (!batch) break;  // the reader stopped: its error is rethrown below
-    const SlideJob& job = *pending.front();
-    if (!batch->error.empty()) {
-      if (config.fail_fast) {
-        throw Error(fmt::format("slide '{}' failed (--fail-fast): {}", job.slide_id, batch->error),
-                    kExitSlidesFailed);
+  const size_t patch_bytes = static_cast<size_t>(config.patch_size) * config.patch_size * 3;
+  bool stopped = false;
+  while (!pending.empty() && !stopped) {
+    const std::shared_ptr<ActiveJob> active = pending.front();
+    const SlideJob& job = *active->job;
+    for (size_t b = 0; b < active->batches; ++b) {
+      std::optional<ReadBatch> batch = queue.take(*active, b);
+      if (!batch) {  // a reader failed: its error is rethrown below
+        stopped = true;
+        break;
       }
-      spdlog::warn("slide '{}' failed while extracting: {}", job.slide_id, batch->error);
-      stats.failed_slides[job.slide] = batch->error;
-      done += static_cast<int64_t>(job.patches.size() - batch->first);
-      progress.update(done);
-    }
-    const size_t patch_bytes = static_cast<size_t>(config.patch_size) * config.patch_size * 3;
-    for (int i = 0; i < batch->count; ++i) {
-      const size_t k = batch->first + static_cast<size_t>(i);
-      const GridPatch& g = job.patches[k];
-      // A failure to write the shard is the rank's, not the slide's: thrown from here.
-      writer.add(make_patch_id(job.slide, job.ordinals[k]), job.slide, g.x, g.y, g.tissue,
-                 batch->pixels.data() + i * patch_bytes);
-      ++stats.patches;
-      ++done;
-      if (rank == config.debug_kill_rank && stats.patches == config.debug_kill_after) {
-        spdlog::warn("--debug-kill-after {} reached: killing rank {} with SIGKILL",
-                     config.debug_kill_after, rank);
-        spdlog::default_logger()->flush();
-        std::raise(SIGKILL);
+      if (!batch->error.empty()) {
+        if (config.fail_fast) {
+          throw Error(fmt::format("slide '{}' failed (--fail-fast): {}", job.slide_id, batch->error),
+                      kExitSlidesFailed);
+        }
+        spdlog::warn("slide '{}' failed while extracting: {}", job.slide_id, batch->error);
+        stats.failed_slides[job.slide] = batch->error;
+        done += static_cast<int64_t>(job.patches.size() - batch->first);
+        progress.update(done);
+        break;
       }
-      progress.update(done);
+      for (int i = 0; i < batch->count; ++i) {
+        const size_t k = batch->first + static_cast<size_t>(i);
+        const GridPatch& g = job.patches[k];
+        // A failure to write the shard is the rank's, not the slide's: thrown from here.
+        writer.add(make_patch_id(job.slide, job.ordinals[k]), job.slide, g.x, g.y, g.tissue,
+                   batch->pixels.data() + i * patch_bytes);
+        ++stats.patches;
+        ++done;
+        if (rank == config.debug_kill_rank && stats.patches == config.debug_kill_after) {
+          spdlog::warn("--debug-kill-after {} reached: killing rank {} with SIGKILL",
+                       config.debug_kill_after, rank);
+          spdlog::default_logger()->flush();
+          std::raise(SIGKILL);
+        }
+        progress.update(done);
+      }
     }
-    if (batch->last) {
-      pending.pop_front();
-      submit();
-    }
+    queue.finish(active);
+    pending.pop_front();
+    if (!stopped) submit();
   }
-  jobs.close();
-  reader.join();
+  queue.stop();
+  for (std::thread& t : readers) t.join();
   if (reader_error) std::rethrow_exception(reader_error);
   writer.close();
   progress.finish(done);

@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <numeric>
+#include <tuple>
 
 #include "common/core/error.h"
 #include <algorithm>
@@ -80,6 +82,40 @@ TEST_F(ExtractTest, RanksShareThePatchesReadFromThePlanFile) {
   }
 }
 
+// Reader threads, batch size and read-ahead decide only how the rank reads: every combination
+// writes the same rows in the same order with the same pixels.
+TEST_F(ExtractTest, ReaderThreadsBatchesAndReadAheadDoNotChangeTheShard) {
+  auto shard_content = [&](int rank) {
+    ShardReader shard((dir_ / "patchgen" / shard_file(rank)).string());
+    ShardColumns columns = shard.read_columns();
+    std::vector<uint64_t> rows(static_cast<size_t>(shard.rows()));
+    std::iota(rows.begin(), rows.end(), 0);
+    std::vector<uint8_t> pixels(rows.size() * 128 * 128 * 3);
+    shard.read_patches(rows, pixels.data());
+    return std::make_pair(columns.patch_id, pixels);
+  };
+  for (int rank = 0; rank < 2; ++rank) {
+    config_.reader_threads = 1;
+    config_.read_batch = 16;
+    config_.read_ahead = 8;
+    extract_rank(manifest_, part_, config_, rank, 2, stage_dir(), "fp",
+                 (dir_ / "patchgen" / shard_file(rank)).string());
+    const auto expected = shard_content(rank);
+    ASSERT_FALSE(expected.first.empty());
+    for (auto [threads, batch, ahead] : {std::tuple{3, 1, 1}, {4, 5, 2}, {2, 3, 64}}) {
+      config_.reader_threads = threads;
+      config_.read_batch = batch;
+      config_.read_ahead = ahead;
+      const ExtractStats stats = extract_rank(manifest_, part_, config_, rank, 2, stage_dir(), "fp",
+                                              (dir_ / "patchgen" / shard_file(rank)).string());
+      EXPECT_EQ(stats.patches, stats.planned);
+      const auto got = shard_content(rank);
+      EXPECT_EQ(got.first, expected.first) << threads << " threads, batch " << batch;
+      EXPECT_TRUE(got.second == expected.second) << threads << " threads, batch " << batch;
+    }
+  }
+}
+
 // A plan that does not match the exchanged counts (another configuration's) is refused, not used.
 TEST_F(ExtractTest, APlanOfAnotherConfigurationIsRefused) {
   try {
@@ -113,8 +149,10 @@ TEST_F(ExtractTest, ShardWriteFailureIsTheRanksNotTheSlides) {
 }
 
 TEST_F(ExtractTest, ASlideThatCannotBeReadIsRecordedAndItsPatchesSkipped) {
-  // The slide is replaced by garbage after planning: the reader thread's failure reaches the
+  // The slide is replaced by garbage after planning: the reader threads' failure reaches the
   // rank as a failed slide, the shard is written with its other rows (none here).
+  config_.reader_threads = 3;
+  config_.read_batch = 2;
   {
     std::FILE* f = std::fopen((dir_ / "s.tif").c_str(), "wb");
     ASSERT_NE(f, nullptr);
