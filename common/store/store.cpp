@@ -108,13 +108,41 @@ struct ShardWriter::Impl {
   std::optional<h5::File> file;
   std::optional<h5::Dataset> patches, patch_id, slide, coords, tissue, patches_xxh3;
   size_t patch_bytes = 0;
-  // Buffered rows not yet written.
+  // Raw encoding: the XXH3 of the chunk being filled, and how many of its rows are written.
+  XXH3_state_t* chunk_state = nullptr;
+  hsize_t chunk_rows = 0;
+  std::vector<int64_t> sums;  // checksums of filled chunks, not yet written
+  // Buffered rows not yet written (pixels only from add()).
   std::vector<uint8_t> pixels;
   std::vector<std::vector<uint8_t>> blobs;
   std::vector<int64_t> ids, xy;
   std::vector<int32_t> slides;
   std::vector<float> fractions;
   bool closed = false;
+
+  ~Impl() { XXH3_freeState(chunk_state); }
+
+  // Writes `n` raw patches from `rgb` after the rows written so far (spanning chunks as it may)
+  // and carries the chunks' checksums along.
+  void write_pixels(const uint8_t* rgb, hsize_t n) {
+    if (n == 0) return;
+    patches->append(rgb, n);
+    const auto chunk = static_cast<hsize_t>(layout.chunk_patches);
+    while (n > 0) {
+      const hsize_t take = std::min(n, chunk - chunk_rows);
+      XXH3_64bits_update(chunk_state, rgb, take * patch_bytes);
+      rgb += take * patch_bytes;
+      n -= take;
+      chunk_rows += take;
+      if (chunk_rows == chunk) end_chunk();
+    }
+  }
+
+  void end_chunk() {
+    sums.push_back(static_cast<int64_t>(XXH3_64bits_digest(chunk_state)));
+    XXH3_64bits_reset(chunk_state);
+    chunk_rows = 0;
+  }
 };
 
 ShardWriter::ShardWriter(const std::string& path, const StoreLayout& layout, int rank,
@@ -168,6 +196,12 @@ ShardWriter::ShardWriter(const std::string& path, const StoreLayout& layout, int
   f.set_attr("chunk_patches", static_cast<int64_t>(layout.chunk_patches));
   f.set_attr("rank", static_cast<int64_t>(rank));
   f.set_attr("world_size", static_cast<int64_t>(world_size));
+  if (layout.encoding == "raw") {
+    s.chunk_state = XXH3_createState();
+    if (s.chunk_state == nullptr || XXH3_64bits_reset(s.chunk_state) != XXH_OK) {
+      throw Error("xxhash: cannot initialise an XXH3 state");
+    }
+  }
   s.pixels.reserve(s.patch_bytes * chunk);
 }
 
@@ -193,25 +227,47 @@ void ShardWriter::add(int64_t patch_id, int32_t slide, int64_t x, int64_t y, flo
   if (static_cast<int>(s.ids.size()) >= s.layout.chunk_patches) flush_buffer();
 }
 
+void ShardWriter::add_rows(size_t n, const int64_t* patch_ids, const int32_t* slides,
+                           const int64_t* xy, const float* tissue, const uint8_t* rgb) {
+  Impl& s = *impl_;
+  if (s.layout.encoding != "raw") {
+    for (size_t i = 0; i < n; ++i) {
+      add(patch_ids[i], slides[i], xy[2 * i], xy[2 * i + 1], tissue[i], rgb + i * s.patch_bytes);
+    }
+    return;
+  }
+  TESSERA_CHECK(!s.closed, "shard '{}' is already closed", s.path);
+  auto t0 = std::chrono::steady_clock::now();
+  // Rows buffered by add() go first, then these straight from the caller's memory.
+  s.write_pixels(s.pixels.data(), s.pixels.size() / s.patch_bytes);
+  s.pixels.clear();
+  s.write_pixels(rgb, n);
+  write_s_ += seconds_since(t0);
+  s.ids.insert(s.ids.end(), patch_ids, patch_ids + n);
+  s.slides.insert(s.slides.end(), slides, slides + n);
+  s.xy.insert(s.xy.end(), xy, xy + 2 * n);
+  s.fractions.insert(s.fractions.end(), tissue, tissue + n);
+  if (static_cast<int>(s.ids.size()) >= s.layout.chunk_patches) flush_buffer();
+}
+
 void ShardWriter::flush_buffer() {
   Impl& s = *impl_;
   if (s.ids.empty()) return;
   auto t0 = std::chrono::steady_clock::now();
   const hsize_t n = s.ids.size();
-  int64_t sum = 0;
   if (s.layout.encoding == "jpeg") {
     s.patches->append_blobs(s.blobs);
-    sum = blobs_checksum(s.blobs);
+    s.sums.push_back(blobs_checksum(s.blobs));
   } else {
-    s.patches->append(s.pixels.data(), n);
-    sum = bytes_checksum(s.pixels.data(), s.pixels.size());
+    s.write_pixels(s.pixels.data(), s.pixels.size() / s.patch_bytes);
   }
-  s.patches_xxh3->append(&sum, 1);
+  if (!s.sums.empty()) s.patches_xxh3->append(s.sums.data(), s.sums.size());
   s.patch_id->append(s.ids.data(), n);
   s.slide->append(s.slides.data(), n);
   s.coords->append(s.xy.data(), n);
   s.tissue->append(s.fractions.data(), n);
   rows_ += static_cast<int64_t>(n);
+  s.sums.clear();
   s.pixels.clear();
   s.blobs.clear();
   s.ids.clear();
@@ -224,7 +280,13 @@ void ShardWriter::flush_buffer() {
 void ShardWriter::close() {
   Impl& s = *impl_;
   if (s.closed) return;
+  if (s.chunk_state != nullptr) {
+    s.write_pixels(s.pixels.data(), s.pixels.size() / s.patch_bytes);
+    s.pixels.clear();
+    if (s.chunk_rows > 0) s.end_chunk();  // the last chunk, partly filled
+  }
   flush_buffer();
+  if (!s.sums.empty()) s.patches_xxh3->append(s.sums.data(), s.sums.size());
   auto t0 = std::chrono::steady_clock::now();
   s.patches->close();
   s.patches_xxh3->close();

@@ -34,8 +34,8 @@ struct StoreLayout {
 // otherwise.
 int parse_compression(const std::string& text);
 
-// Writes one shard. Patches are buffered and written one chunk at a time, so at most
-// chunk_patches patches are held in memory. Not thread-safe; all HDF5 calls of the process must
+// Writes one shard. Patches given one at a time are buffered and written one chunk at a time, so
+// at most chunk_patches patches are held in memory. Not thread-safe; all HDF5 calls of the process must
 // come from one thread.
 class ShardWriter {
  public:
@@ -46,6 +46,12 @@ class ShardWriter {
 
   // Adds one patch of patch_size^2 RGB pixels (JPEG-encoded here when the encoding is "jpeg").
   void add(int64_t patch_id, int32_t slide, int64_t x, int64_t y, float tissue, const uint8_t* rgb);
+  // Adds `n` consecutive patches: `rgb` holds n * patch_size^2 RGB pixels, `xy` n (x, y) pairs.
+  // With the raw encoding the pixels are written from `rgb` directly, not copied into a chunk
+  // buffer (HDF5 writes a part of a chunk straight to the file); the shard holds the same rows as
+  // after n calls of add().
+  void add_rows(size_t n, const int64_t* patch_ids, const int32_t* slides, const int64_t* xy,
+                const float* tissue, const uint8_t* rgb);
   // Writes the buffered patches, flushes and closes the file. Throws IoError on failure.
   void close();
   int64_t rows() const { return rows_; }

@@ -382,6 +382,9 @@ ExtractStats extract_rank(const Manifest& manifest, const PartPlan& part, const 
   submit();
   int64_t done = 0;
   const size_t patch_bytes = static_cast<size_t>(config.patch_size) * config.patch_size * 3;
+  std::vector<int64_t> ids, xy;  // one batch's columns
+  std::vector<int32_t> slides;
+  std::vector<float> tissue;
   bool stopped = false;
   while (!pending.empty() && !stopped) {
     const std::shared_ptr<ActiveJob> active = pending.front();
@@ -403,22 +406,40 @@ ExtractStats extract_rank(const Manifest& manifest, const PartPlan& part, const 
         progress.update(done);
         break;
       }
+      ids.clear();
+      slides.clear();
+      xy.clear();
+      tissue.clear();
       for (int i = 0; i < batch->count; ++i) {
         const size_t k = batch->first + static_cast<size_t>(i);
         const GridPatch& g = job.patches[k];
-        // A failure to write the shard is the rank's, not the slide's: thrown from here.
-        writer.add(make_patch_id(job.slide, job.ordinals[k]), job.slide, g.x, g.y, g.tissue,
-                   batch->pixels.data() + i * patch_bytes);
-        ++stats.patches;
-        ++done;
-        if (rank == config.debug_kill_rank && stats.patches == config.debug_kill_after) {
+        ids.push_back(make_patch_id(job.slide, job.ordinals[k]));
+        slides.push_back(job.slide);
+        xy.push_back(g.x);
+        xy.push_back(g.y);
+        tissue.push_back(g.tissue);
+      }
+      // The batch is written from the reader's buffer, not copied. A failure to write the shard
+      // is the rank's, not the slide's: thrown from here.
+      for (size_t written = 0, count = static_cast<size_t>(batch->count); written < count;) {
+        size_t n = count - written;
+        const int64_t to_kill = config.debug_kill_after - stats.patches;
+        const bool kill = rank == config.debug_kill_rank && to_kill > 0 &&
+                          static_cast<size_t>(to_kill) <= n;
+        if (kill) n = static_cast<size_t>(to_kill);
+        writer.add_rows(n, ids.data() + written, slides.data() + written, xy.data() + 2 * written,
+                        tissue.data() + written, batch->pixels.data() + written * patch_bytes);
+        written += n;
+        stats.patches += static_cast<int64_t>(n);
+        done += static_cast<int64_t>(n);
+        if (kill) {
           spdlog::warn("--debug-kill-after {} reached: killing rank {} with SIGKILL",
                        config.debug_kill_after, rank);
           spdlog::default_logger()->flush();
           std::raise(SIGKILL);
         }
-        progress.update(done);
       }
+      progress.update(done);
     }
     queue.finish(active);
     pending.pop_front();
