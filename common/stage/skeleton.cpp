@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "common/core/clock.h"
 #include "common/core/error.h"
 #include "common/core/fs.h"
 
@@ -19,10 +20,6 @@ namespace fs = std::filesystem;
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 
 // Rank 0 reports a failure to every rank as a message, so that no rank waits in a collective for
 // a rank that threw.
@@ -218,7 +215,7 @@ int run_stage(Comm& comm, const StageRun& run, StageWork& work) {
       outputs.push_back(seal_output(run.dir, file).to_json());
     }
     marker["outputs"] = outputs;
-    marker["seal_s"] = since(t0);  // fsync and hashing of the outputs
+    marker["seal_s"] = seconds_since(t0);  // fsync and hashing of the outputs
     marker["start_time"] = rank_start;
     marker["end_time"] = utc_timestamp();
     marker.update(result.fields);
@@ -247,7 +244,7 @@ int run_stage(Comm& comm, const StageRun& run, StageWork& work) {
     if (fields.is_object()) summary.update(fields);
     if (run.run_fields.is_object()) summary.update(run.run_fields);
     summary["wait_s_rank0"] = wait_s;
-    summary["finish_s"] = since(finish_start);
+    summary["finish_s"] = seconds_since(finish_start);
     atomic_write_file((fs::path(run.dir) / "_SUCCESS").string(), summary.dump(2) + "\n");
     code = summary["exit_code"].get<int>();
   }

@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/core/bounded_queue.h"
+#include "common/core/clock.h"
 #include "common/core/error.h"
 #include "common/store/embeddings.h"
 #include "common/core/progress.h"
@@ -20,10 +21,6 @@ namespace tessera::embed {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 
 struct Job {
   size_t batch = 0;
@@ -88,7 +85,7 @@ InferStats embed_rows(const IndexInfo& info, const IndexReader& index, const Par
         r.output.resize(static_cast<size_t>(job->input.size()) * d);
         auto t0 = Clock::now();
         model.forward(job->input, r.output.data());
-        r.forward_s = since(t0);
+        r.forward_s = seconds_since(t0);
       } catch (...) {
         r.error = std::current_exception();
       }
@@ -126,14 +123,14 @@ InferStats embed_rows(const IndexInfo& info, const IndexReader& index, const Par
       job.batch = static_cast<size_t>(next);
       job.real = static_cast<int>(rows.size());
       job.input = model.prepare(pixels.data(), pad_batches ? config.batch_size : job.real, ps);
-      stats.prepare_s += since(t1);
+      stats.prepare_s += seconds_since(t1);
       jobs.push(std::move(job));
       ++next;
       ++inflight;
     }
     auto t0 = Clock::now();
     std::optional<Result> result = results.pop();
-    stats.wait_s += since(t0);
+    stats.wait_s += seconds_since(t0);
     if (!result) fail("embed: inference thread stopped unexpectedly");
     if (result->error) std::rethrow_exception(result->error);
     --inflight;
@@ -143,7 +140,7 @@ InferStats embed_rows(const IndexInfo& info, const IndexReader& index, const Par
     auto t1 = Clock::now();
     writer.append(rows.patch_id.data(), rows.slide.data(), rows.coords.data(),
                   result->output.data(), rows.size());
-    stats.write_s += since(t1);
+    stats.write_s += seconds_since(t1);
     stats.forward_s += result->forward_s;
     stats.patches += result->real;
     ++stats.batches;
@@ -159,9 +156,9 @@ InferStats embed_rows(const IndexInfo& info, const IndexReader& index, const Par
   }
   auto t1 = Clock::now();
   writer.close();
-  stats.write_s += since(t1);
+  stats.write_s += seconds_since(t1);
   progress.finish(stats.patches);
-  stats.total_s = since(start);
+  stats.total_s = seconds_since(start);
   return stats;
 }
 

@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "common/core/clock.h"
 #include "common/core/cpu.h"
 #include "common/core/error.h"
 #include "common/core/fs.h"
@@ -41,10 +42,6 @@ constexpr const char* kTrainedFile = "trained.faiss";
 // Training samples runs of this many consecutive rows (embed's chunk of rows), so a sample of
 // n rows reads about n / kTrainRun chunks instead of touching every chunk of the input.
 constexpr int64_t kTrainRun = 256;
-
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
 
 std::string shard_name(int shard) { return fmt::format("shard-{:05d}", shard); }
 std::string index_file(int shard) { return "shards/" + shard_name(shard) + "/index.faiss"; }

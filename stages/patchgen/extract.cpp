@@ -18,6 +18,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/core/clock.h"
 #include "common/core/cpu.h"
 #include "common/core/error.h"
 #include "common/core/fs.h"
@@ -34,10 +35,6 @@ namespace fs = std::filesystem;
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 
 // One slide's share of a rank: what the reader thread reads, in the rank's order.
 struct SlideJob {
@@ -245,13 +242,13 @@ void read_batches(ReadQueue& queue, const Config& config, size_t batch_patches,
         if (job.level.resample) {
           read_buffer.resize(static_cast<size_t>(rs) * rs * 3);
           slide.read_rgb(g.x, g.y, job.level.level, rs, rs, read_buffer.data());
-          read_s += since(t0);
+          read_s += seconds_since(t0);
           auto t1 = Clock::now();
           resize_patch(read_buffer.data(), rs, out, ps);
-          resize_s += since(t1);
+          resize_s += seconds_since(t1);
         } else {
           slide.read_rgb(g.x, g.y, job.level.level, ps, ps, out);
-          read_s += since(t0);
+          read_s += seconds_since(t0);
         }
       }
     } catch (const IoError& e) {
@@ -460,7 +457,7 @@ ExtractStats extract_rank(const Manifest& manifest, const PartPlan& part, const 
   stats.openslide_fallbacks = totals.fallbacks;
   stats.encode_s = writer.encode_seconds();
   stats.write_s = writer.write_seconds();
-  stats.total_s = since(start);
+  stats.total_s = seconds_since(start);
   return stats;
 }
 
