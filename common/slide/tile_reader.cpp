@@ -20,6 +20,7 @@
 
 #include <fmt/format.h>
 
+#include "common/core/clock.h"
 #include "common/core/error.h"
 
 namespace tessera {
@@ -27,10 +28,6 @@ namespace tessera {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 
 // libtiff's messages about one file, kept instead of printed (vendor tags make it chatty).
 int keep_message(TIFF*, void* user_data, const char* module, const char* fmt_text, va_list ap) {
@@ -293,7 +290,7 @@ std::unique_ptr<TileReader> TileReader::open(
   if (cache_bytes == 0) {
     int64_t cols = 0;
     for (const DirLevel& level : impl->levels) cols = std::max(cols, level.cols);
-    impl->capacity = std::min(static_cast<size_t>(2 * cols + 4), kMaxDefaultTileCache / largest_tile);
+    impl->capacity = std::min(static_cast<size_t>(3 * cols + 4), kMaxDefaultTileCache / largest_tile);
   } else {
     impl->capacity = cache_bytes / largest_tile;
   }
@@ -358,7 +355,7 @@ void TileReader::Impl::decode_tile(int level_index, int64_t col, int64_t row,
     d.compressed[base + 1] = level.tables[base + 1];
   }
   counted.bytes_read += static_cast<int64_t>(size);
-  counted.read_s += since(t0);
+  counted.read_s += seconds_since(t0);
 
   t0 = Clock::now();
   rgb.resize(static_cast<size_t>(level.tile_w) * level.tile_h * 3);
@@ -368,7 +365,7 @@ void TileReader::Impl::decode_tile(int level_index, int64_t col, int64_t row,
     fail<IoError>("slide '{}': cannot decode level {} tile ({}, {}): {}", path, level_index, col,
                   row, error);
   }
-  counted.decode_s += since(t0);
+  counted.decode_s += seconds_since(t0);
   ++counted.tiles_decoded;
 }
 

@@ -35,9 +35,10 @@ class TileReader {
   // level 0 first) is a tiled directory of the file with those dimensions holding 8-bit, 3-sample,
   // contiguous JPEG tiles (YCbCr or RGB, decoded as the photometric says, as OpenSlide does) in top-left
   // orientation. Returns nullptr with the reason in `why_not` otherwise (the caller then reads
-  // with OpenSlide). `cache_bytes` bounds the decoded tiles kept (at least one tile); 0 keeps two
+  // with OpenSlide). `cache_bytes` bounds the decoded tiles kept (at least one tile); 0 keeps three
   // tile rows of the widest level plus four tiles, at most kMaxDefaultTileCache bytes, so that
-  // patches visited row by row decode each tile once.
+  // patches visited row by row decode each tile once, also when several threads read consecutive
+  // batches of them (patches in flight spanning two patch rows touch up to three tile rows).
   static std::unique_ptr<TileReader> open(const std::string& path,
                                           const std::vector<std::pair<int64_t, int64_t>>& levels,
                                           size_t cache_bytes, std::string* why_not);

@@ -35,7 +35,7 @@ OptionTable option_table() {
        "tile once; other slides fail), openslide, or auto (direct where it can, else OpenSlide); "
        "the pixels are the same")
       ("tile-cache-mb", kRunControl, po::value<int64_t>()->default_value(0),
-       "decoded tiles the direct reader keeps per rank, MiB (0: two tile rows of the slide, at "
+       "decoded tiles the direct reader keeps per rank, MiB (0: three tile rows of the slide, at "
        "most 512 MiB)")
       ("reader-threads", kRunControl, po::value<int>()->default_value(0),
        "threads per rank reading and decoding patches, sharing each slide and its tile cache, "
