@@ -1,5 +1,7 @@
 #include "common/store/store.h"
 
+#include <fcntl.h>
+#include <unistd.h>
 #include <turbojpeg.h>
 #include <xxhash.h>
 
@@ -8,16 +10,13 @@
 #include <cstring>
 #include <optional>
 
+#include "common/core/clock.h"
 #include "common/core/error.h"
 #include "common/h5/h5.h"
 
 namespace tessera {
 
 namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 // A turbojpeg handle per thread and direction, created on first use.
 class TjHandle {
@@ -120,13 +119,31 @@ struct ShardWriter::Impl {
   std::vector<float> fractions;
   bool closed = false;
 
-  ~Impl() { XXH3_freeState(chunk_state); }
+  ~Impl() {
+    XXH3_freeState(chunk_state);
+    if (writeback_fd >= 0) ::close(writeback_fd);
+  }
 
   // Writes `n` raw patches from `rgb` after the rows written so far (spanning chunks as it may)
   // and carries the chunks' checksums along.
+  // Starts the kernel's write-back of the shard every kWritebackBytes of pixels
+  // (sync_file_range, asynchronous), so that the device writes while patches are still read and
+  // the fsync that seals the shard finds little left to write. Best effort: without the
+  // descriptor the fsync does it all, and any write error surfaces there.
+  static constexpr size_t kWritebackBytes = size_t{64} << 20;
+  int writeback_fd = -1;
+  size_t unflushed = 0;
+  void wrote(size_t bytes) {
+    unflushed += bytes;
+    if (unflushed < kWritebackBytes || writeback_fd < 0) return;
+    ::sync_file_range(writeback_fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+    unflushed = 0;
+  }
+
   void write_pixels(const uint8_t* rgb, hsize_t n) {
     if (n == 0) return;
     patches->append(rgb, n);
+    wrote(n * patch_bytes);
     const auto chunk = static_cast<hsize_t>(layout.chunk_patches);
     while (n > 0) {
       const hsize_t take = std::min(n, chunk - chunk_rows);
@@ -155,6 +172,7 @@ ShardWriter::ShardWriter(const std::string& path, const StoreLayout& layout, int
   const hsize_t chunk = static_cast<hsize_t>(layout.chunk_patches);
   s.patch_bytes = size * size * 3;
   s.file.emplace(h5::File::open(path, h5::Mode::kCreateTruncate));
+  s.writeback_fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   h5::DatasetOptions pixel_options;
   // The pixels carry tessera's own checksum per chunk (/patches_xxh3, XXH3 at memory speed)
   // instead of HDF5's Fletcher32: a filter makes HDF5 copy every chunk through a fresh buffer,
@@ -258,6 +276,9 @@ void ShardWriter::flush_buffer() {
   if (s.layout.encoding == "jpeg") {
     s.patches->append_blobs(s.blobs);
     s.sums.push_back(blobs_checksum(s.blobs));
+    size_t bytes = 0;
+    for (const auto& blob : s.blobs) bytes += blob.size();
+    s.wrote(bytes);
   } else {
     s.write_pixels(s.pixels.data(), s.pixels.size() / s.patch_bytes);
   }
