@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <stdexcept>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -449,7 +450,14 @@ std::string number(const Json& v) {
 
 }  // namespace
 
-nlohmann::json compare_reports(const nlohmann::json& before, const nlohmann::json& after) {
+nlohmann::json compare_reports(const nlohmann::json& before, const nlohmann::json& after,
+                               const std::vector<std::string>& allowed) {
+  for (const std::string& field : allowed) {
+    if (field.rfind("/parameters/", 0) != 0 || field.size() == 12) {
+      throw std::invalid_argument("only parameters may differ in a comparison: '" + field +
+                                  "' is not /parameters/NAME");
+    }
+  }
   Json differences = Json::array();
   differ_if(at_or_null(before, Pointer("/benchmark")), at_or_null(after, Pointer("/benchmark")),
             "/benchmark", differences);
@@ -497,6 +505,14 @@ nlohmann::json compare_reports(const nlohmann::json& before, const nlohmann::jso
   Json result = {{"cache_policy",
                   {{"before", at_or_null(before, Pointer("/cache_policy"))},
                    {"after", at_or_null(after, Pointer("/cache_policy"))}}}};
+  Json allowed_differences = Json::array(), refusing = Json::array();
+  for (const Json& d : differences) {
+    const bool ok = std::find(allowed.begin(), allowed.end(), d["field"].get<std::string>()) !=
+                    allowed.end();
+    (ok ? allowed_differences : refusing).push_back(d);
+  }
+  differences = refusing;
+  if (!allowed_differences.empty()) result["allowed_differences"] = allowed_differences;
   if (!differences.empty()) {
     std::string fields;
     for (const Json& d : differences) {
@@ -549,6 +565,13 @@ std::string format_comparison(const nlohmann::json& comparison) {
       }
     }
     return out.str();
+  }
+  const Json allowed = at_or_null(comparison, Pointer("/allowed_differences"));
+  if (allowed.is_array()) {
+    for (const Json& d : allowed) {
+      out << "  allowed to differ: " << d.value("field", "") << ": before " << d["before"].dump()
+          << ", after " << d["after"].dump() << "\n";
+    }
   }
   const bool higher = comparison.value("higher_is_better", true);
   out << "after / before, ratio of medians of " << comparison.value("metric", "") << " ("

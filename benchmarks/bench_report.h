@@ -156,8 +156,13 @@ nlohmann::json load_report(const std::string& path);
 // {"refused": null, "metric", "higher_is_better", "modes": {mode: {"ratio_of_medians" (after /
 // before), "before", "after" (summarize() of the metric over each report's repetitions)}}} for
 // the modes both reports measured. "cache_policy" of each side is copied in as information.
-// Pure; never throws on malformed reports (a missing block is a difference).
-nlohmann::json compare_reports(const nlohmann::json& before, const nlohmann::json& after);
+// `allowed` names parameters (as "/parameters/NAME") whose difference is expected, e.g. an option
+// the later revision added: such differences are listed under "allowed_differences" instead of
+// refusing. Nothing but parameters can be allowed; output hashes and the environment never.
+// Pure; never throws on malformed reports (a missing block is a difference); throws
+// std::invalid_argument for an `allowed` entry outside "/parameters/".
+nlohmann::json compare_reports(const nlohmann::json& before, const nlohmann::json& after,
+                               const std::vector<std::string>& allowed = {});
 
 // compare_reports()'s result as lines of text for a log or terminal: the refusal and its
 // differences, or per mode "ratio R (after median [min, max] sd S vs before median [min, max]

@@ -86,6 +86,29 @@ TEST(Compare, RefusesWhenAParameterDiffers) {
   EXPECT_NE(format_comparison(c).find("refused"), std::string::npos);
 }
 
+TEST(Compare, AllowedParameterDifferencesAreListedNotRefused) {
+  const json before = report({10, 12, 11}, {5, 6, 7});
+  json after = report({20, 24, 22}, {5, 6, 7});
+  after["parameters"]["reader_threads"] = 2;  // an option the later revision added
+  after["parameters"]["batch_size"] = 32;
+  EXPECT_TRUE(compare_reports(before, after, {"/parameters/reader_threads"})["refused"].is_string());
+  const json c =
+      compare_reports(before, after, {"/parameters/reader_threads", "/parameters/batch_size"});
+  ASSERT_TRUE(c["refused"].is_null()) << c.dump(2);
+  EXPECT_EQ(c["allowed_differences"].size(), 2u);
+  EXPECT_DOUBLE_EQ(c["modes"]["model-only"]["ratio_of_medians"].get<double>(), 2.0);
+  EXPECT_NE(format_comparison(c).find("allowed to differ: /parameters/reader_threads"),
+            std::string::npos);
+  // Outputs and the environment cannot be allowed to differ.
+  EXPECT_THROW(compare_reports(before, after, {"/output/embeddings_sha256"}),
+               std::invalid_argument);
+  EXPECT_THROW(compare_reports(before, after, {"/parameters/"}), std::invalid_argument);
+  json changed_output = before;
+  changed_output["output"]["embeddings_sha256"]["store"] = json::array({"bb"});
+  EXPECT_TRUE(compare_reports(before, changed_output, {"/parameters/batch_size"})["refused"]
+                  .is_string());
+}
+
 TEST(Compare, RefusesWhenAParameterIsMissingOnOneSide) {
   const json before = report({10}, {5});
   json after = before;
