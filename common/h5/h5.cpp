@@ -329,6 +329,9 @@ Handle dataset_create_plist(const std::vector<hsize_t>& chunk, const DatasetOpti
   } else if (options.shuffle || options.deflate_level > 0) {
     fail("HDF5: dataset '{}' in '{}': compression needs a chunk shape", w.path, w.file);
   }
+  if (!options.fill) {
+    check(H5Pset_fill_time(dcpl.id(), H5D_FILL_TIME_NEVER), "set the fill time of", w);
+  }
   return dcpl;
 }
 

@@ -61,6 +61,12 @@ struct DatasetOptions {
   // an error naming the file and the dataset. Costs one pass over each chunk when it is written
   // and read, negligible next to the I/O.
   bool checksum = true;
+  // false: chunks are never filled with the fill value (H5D_FILL_TIME_NEVER). With the default,
+  // HDF5 fills a chunk with zeros in memory and writes it whole when a write first touches part
+  // of it, then writes the part again; never filling lets a part go straight to the file. Only
+  // for datasets whose rows are always written (appended whole): an unwritten element would read
+  // as whatever the file holds there.
+  bool fill = true;
 };
 
 // One source of a virtual dataset: rows [0, blocks * block) of `dataset` in `file` (a path

@@ -181,6 +181,10 @@ ShardWriter::ShardWriter(const std::string& path, const StoreLayout& layout, int
   if (layout.encoding == "raw") {
     pixel_options.chunk = {chunk, size, size, 3};
     pixel_options.deflate_level = layout.deflate_level;
+    // Rows are appended whole, so chunks need no zero fill. With it, HDF5 builds every new chunk
+    // in memory (zeros, then the rows) and writes it whole, and a batch that starts a chunk is
+    // written twice; without it the rows go straight to the file (docs/performance.md).
+    pixel_options.fill = false;
     s.patches.emplace(s.file->create_appendable("patches", h5::Type::kUInt8, {size, size, 3},
                                                 pixel_options));
   } else if (layout.encoding == "jpeg") {

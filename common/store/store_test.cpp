@@ -189,6 +189,40 @@ TEST_P(StoreTest, AddRowsInAnyRunsEqualsAddingOneByOne) {
 
 INSTANTIATE_TEST_SUITE_P(Encodings, StoreTest, ::testing::Values("raw", "jpeg"));
 
+// Compressed raw chunks (a filter, and chunks never zero-filled) written in runs that start and
+// end inside chunks read back exactly.
+TEST(Store, DeflatedRawChunksWrittenInPartsReadBack) {
+  const auto path = (fs::temp_directory_path() / "tessera_store_deflate_parts.h5").string();
+  StoreLayout layout;
+  layout.patch_size = 16;
+  layout.chunk_patches = 8;
+  layout.deflate_level = 1;
+  const size_t n = 21, bytes = 16 * 16 * 3;
+  std::vector<uint8_t> pixels(n * bytes);
+  for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<uint8_t>(i / 7);
+  std::vector<int64_t> ids(n), xy(2 * n, 0);
+  std::vector<int32_t> slides(n, 0);
+  std::vector<float> tissue(n, 1.0f);
+  for (size_t i = 0; i < n; ++i) ids[i] = static_cast<int64_t>(i);
+  {
+    ShardWriter writer(path, layout, 0, 1);
+    for (size_t first : {size_t{0}, size_t{5}, size_t{11}}) {
+      const size_t count = first == 11 ? n - 11 : 6 - (first == 5 ? 0 : 1);
+      writer.add_rows(count, ids.data() + first, slides.data() + first, xy.data() + 2 * first,
+                      tissue.data() + first, pixels.data() + first * bytes);
+    }
+    writer.close();
+  }
+  ShardReader reader(path);
+  ASSERT_EQ(reader.rows(), static_cast<int64_t>(n));
+  std::vector<uint64_t> rows(n);
+  for (size_t i = 0; i < n; ++i) rows[i] = i;
+  std::vector<uint8_t> got(n * bytes);
+  reader.read_patches(rows, got.data());
+  EXPECT_TRUE(got == pixels);
+  fs::remove(path);
+}
+
 // A failed write (here: the file-size limit, as on a full disk) is an IoError naming the shard.
 // The limit is lifted before the writer is destroyed: HDF5 cannot close a file it cannot flush.
 TEST(Store, WriteFailureNamesShard) {
