@@ -12,13 +12,13 @@
 //                               [--compare BEFORE.json]
 //                               [patchgen options: --reader, --patch-size, --encoding, ...]
 #include <openslide/openslide.h>
-#include <tiffio.h>
 #include <turbojpeg.h>
 
 #include <algorithm>
 
 #include <filesystem>
 #include <set>
+#include <tuple>
 #include <sstream>
 
 #include <spdlog/spdlog.h>
@@ -351,61 +351,35 @@ struct TouchedTiles {
   int tile_w = 0, tile_h = 0;
 };
 
-TouchedTiles touched_tiles(const std::string& path, const SlidePlan& plan,
-                           const std::vector<int64_t>& mine, int64_t level_w, int64_t level_h) {
-  std::unique_ptr<TIFF, void (*)(TIFF*)> tif(TIFFOpen(path.c_str(), "r"), [](TIFF* t) {
-    if (t) TIFFClose(t);
-  });
-  if (!tif) fail<IoError>("libtiff cannot open '{}'", path);
-  // The directory of the plan's level: the tiled one with its dimensions.
-  bool found = false;
-  do {
-    uint32_t w = 0, h = 0;
-    TIFFGetField(tif.get(), TIFFTAG_IMAGEWIDTH, &w);
-    TIFFGetField(tif.get(), TIFFTAG_IMAGELENGTH, &h);
-    found = TIFFIsTiled(tif.get()) && w == level_w && h == level_h;
-  } while (!found && TIFFReadDirectory(tif.get()));
-  if (!found) fail<Error>("'{}': no tiled directory of {}x{} for the decode limit", path, level_w, level_h);
+// The complete JPEG streams of the tiles of the plan's level that the patches `mine` touch, each
+// once, in storage order, as the direct reader reads them.
+TouchedTiles touched_tiles(const Slide& slide, const SlidePlan& plan,
+                           const std::vector<int64_t>& mine) {
+  const TileReader* reader = slide.direct_reader();
+  if (reader == nullptr) {
+    fail<Error>("'{}': the decode limit needs a slide the direct reader reads ({})", slide.path(),
+                slide.direct_refusal());
+  }
+  const int level = plan.level.level;
+  const int64_t level_w = slide.width(level), level_h = slide.height(level);
   TouchedTiles out;
-  uint32_t tw = 0, th = 0, tables_size = 0;
-  void* tables = nullptr;
-  TIFFGetField(tif.get(), TIFFTAG_TILEWIDTH, &tw);
-  TIFFGetField(tif.get(), TIFFTAG_TILELENGTH, &th);
-  const bool has_tables = TIFFGetField(tif.get(), TIFFTAG_JPEGTABLES, &tables_size, &tables) &&
-                          tables_size >= 4;
-  out.tile_w = static_cast<int>(tw);
-  out.tile_h = static_cast<int>(th);
+  std::tie(out.tile_w, out.tile_h) = reader->tile_size(level);
+  const int64_t tw = out.tile_w, th = out.tile_h, cols = (level_w + tw - 1) / tw;
   const double ds = plan.level.level_downsample;
   const int rs = plan.level.read_size;
-  std::set<uint32_t> tiles;
+  std::set<int64_t> tiles;  // row-major tile numbers: storage order
   for (int64_t i : mine) {
     const auto lx = static_cast<int64_t>(plan.patches[i].x / ds);
     const auto ly = static_cast<int64_t>(plan.patches[i].y / ds);
-    for (int64_t y = std::max<int64_t>(ly, 0) / th * th; y < std::min(ly + rs, level_h); y += th) {
-      for (int64_t x = std::max<int64_t>(lx, 0) / tw * tw; x < std::min(lx + rs, level_w); x += tw) {
-        tiles.insert(TIFFComputeTile(tif.get(), static_cast<uint32_t>(x), static_cast<uint32_t>(y), 0, 0));
+    for (int64_t y = std::max<int64_t>(ly, 0) / th; y * th < std::min(ly + rs, level_h); ++y) {
+      for (int64_t x = std::max<int64_t>(lx, 0) / tw; x * tw < std::min(lx + rs, level_w); ++x) {
+        tiles.insert(y * cols + x);
       }
     }
   }
-  uint64_t* sizes = nullptr;
-  if (!TIFFGetField(tif.get(), TIFFTAG_TILEBYTECOUNTS, &sizes) || sizes == nullptr) {
-    fail<IoError>("'{}': no tile byte counts", path);
-  }
-  for (uint32_t t : tiles) {  // ascending tile number: storage order
-    const auto size = static_cast<size_t>(sizes[t]);
-    std::vector<uint8_t> raw(size);
-    if (TIFFReadRawTile(tif.get(), t, raw.data(), static_cast<tmsize_t>(size)) < 0) {
-      fail<IoError>("'{}': cannot read raw tile {}", path, t);
-    }
-    std::vector<uint8_t> jpeg;
-    if (has_tables) {
-      const auto* tb = static_cast<const uint8_t*>(tables);
-      jpeg.assign(tb, tb + tables_size - 2);
-      jpeg.insert(jpeg.end(), raw.begin() + 2, raw.end());
-    } else {
-      jpeg = std::move(raw);
-    }
-    out.jpeg.push_back(std::move(jpeg));
+  for (int64_t t : tiles) {
+    std::vector<uint8_t> jpeg = reader->jpeg_stream(level, t % cols, t / cols);
+    if (!jpeg.empty()) out.jpeg.push_back(std::move(jpeg));
   }
   return out;
 }
@@ -420,9 +394,8 @@ json measure_decode_limit(const Config& config, const SlidePlan& plan,
   for (const auto& run : partition.runs(comm.rank())) {
     for (int64_t i = 0; i < run.count; ++i) mine.push_back(run.first + i);
   }
-  const Slide slide = Slide::open(slide_path);
-  const TouchedTiles tiles = touched_tiles(slide_path, plan, mine, slide.width(plan.level.level),
-                                           slide.height(plan.level.level));
+  const Slide slide = Slide::open(slide_path, SlideReader::kDirect);
+  const TouchedTiles tiles = touched_tiles(slide, plan, mine);
   std::vector<uint8_t> rgb(static_cast<size_t>(tiles.tile_w) * tiles.tile_h * 3);
   tjhandle tj = tjInitDecompress();
   comm.barrier();

@@ -61,6 +61,8 @@ class Slide {
   // because the level position was not a whole pixel (OpenSlide then interpolates).
   TileReaderStats direct_stats() const;
   int64_t openslide_fallbacks() const { return fallbacks_.load(std::memory_order_relaxed); }
+  // The direct tile reader, or nullptr when reads go through OpenSlide.
+  const TileReader* direct_reader() const { return direct_.get(); }
 
   // Reads the w x h region whose top-left corner is level-0 (x, y), at `level`, as RGB into `rgb`
   // (w*h*3 bytes). With the direct reader, when (x, y) / downsample(level) is a whole pixel, the

@@ -189,7 +189,9 @@ struct TileReader::Impl {
     }
   }
 
-  // Reads and decodes tile `t` of `level_index` into `rgb` (on the calling thread, unlocked).
+  // Reads the complete JPEG stream of a tile into `out` (tables spliced in front).
+  void read_stream(int level_index, int64_t col, int64_t row, std::vector<uint8_t>& out) const;
+  // Reads and decodes a tile of `level_index` into `rgb` (on the calling thread, unlocked).
   void decode_tile(int level_index, int64_t col, int64_t row, std::vector<uint8_t>& rgb,
                    TileReaderStats& counted) const;
 };
@@ -200,6 +202,21 @@ TileReader::~TileReader() = default;
 TileReaderStats TileReader::stats() const {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   return impl_->stats;
+}
+
+std::pair<int, int> TileReader::tile_size(int level) const {
+  const DirLevel& l = impl_->levels.at(level);
+  return {l.tile_w, l.tile_h};
+}
+
+std::vector<uint8_t> TileReader::jpeg_stream(int level_index, int64_t col, int64_t row) const {
+  const DirLevel& level = impl_->levels.at(level_index);
+  if (col < 0 || row < 0 || col >= level.cols || row >= level.rows) {
+    fail<IoError>("slide '{}': level {} has no tile ({}, {})", impl_->path, level_index, col, row);
+  }
+  std::vector<uint8_t> out;
+  if (level.sizes[row * level.cols + col] > 0) impl_->read_stream(level_index, col, row, out);
+  return out;
 }
 
 std::unique_ptr<TileReader> TileReader::open(
@@ -317,8 +334,8 @@ std::unique_ptr<TileReader> TileReader::open(
   return reader;
 }
 
-void TileReader::Impl::decode_tile(int level_index, int64_t col, int64_t row,
-                                   std::vector<uint8_t>& rgb, TileReaderStats& counted) const {
+void TileReader::Impl::read_stream(int level_index, int64_t col, int64_t row,
+                                   std::vector<uint8_t>& out) const {
   const DirLevel& level = levels[level_index];
   const int64_t t = row * level.cols + col;
   const uint64_t size = level.sizes[t];
@@ -326,17 +343,15 @@ void TileReader::Impl::decode_tile(int level_index, int64_t col, int64_t row,
     fail<IoError>("slide '{}': level {} tile ({}, {}) claims {} bytes", path, level_index, col,
                   row, size);
   }
-  Decoder& d = thread_decoder();
   // Tables (without EOI) then the tile's stream (without SOI): one complete JPEG. The stream is
   // read in place, its SOI landing on the tables' last two bytes, which are then put back.
-  auto t0 = Clock::now();
   const size_t base = level.tables.empty() ? 0 : level.tables.size() - 2;
-  d.compressed.resize(base + size);
+  out.resize(base + size);
   std::copy(level.tables.begin(), level.tables.begin() + static_cast<std::ptrdiff_t>(base),
-            d.compressed.begin());
+            out.begin());
   size_t got = 0;
   while (got < size) {
-    const ssize_t n = ::pread(fd, d.compressed.data() + base + got, size - got,
+    const ssize_t n = ::pread(fd, out.data() + base + got, size - got,
                               static_cast<off_t>(level.offsets[t] + got));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
@@ -347,14 +362,22 @@ void TileReader::Impl::decode_tile(int level_index, int64_t col, int64_t row,
     got += static_cast<size_t>(n);
   }
   if (!level.tables.empty()) {
-    if (size < 2 || d.compressed[base] != 0xFF || d.compressed[base + 1] != 0xD8) {
+    if (size < 2 || out[base] != 0xFF || out[base + 1] != 0xD8) {
       fail<IoError>("slide '{}': level {} tile ({}, {}) is not a JPEG stream", path, level_index,
                     col, row);
     }
-    d.compressed[base] = level.tables[base];
-    d.compressed[base + 1] = level.tables[base + 1];
+    out[base] = level.tables[base];
+    out[base + 1] = level.tables[base + 1];
   }
-  counted.bytes_read += static_cast<int64_t>(size);
+}
+
+void TileReader::Impl::decode_tile(int level_index, int64_t col, int64_t row,
+                                   std::vector<uint8_t>& rgb, TileReaderStats& counted) const {
+  const DirLevel& level = levels[level_index];
+  Decoder& d = thread_decoder();
+  auto t0 = Clock::now();
+  read_stream(level_index, col, row, d.compressed);
+  counted.bytes_read += static_cast<int64_t>(level.sizes[row * level.cols + col]);
   counted.read_s += seconds_since(t0);
 
   t0 = Clock::now();

@@ -54,6 +54,13 @@ class TileReader {
 
   TileReaderStats stats() const;
 
+  // Tile width and height of `level`.
+  std::pair<int, int> tile_size(int level) const;
+  // The complete JPEG stream of one tile, as the reader decodes it (the shared JPEGTables spliced
+  // in front of the tile's own stream); empty when the file does not store the tile. Read with
+  // pread, not cached. Throws IoError as read_rgb does. For benchmarks of decoding alone.
+  std::vector<uint8_t> jpeg_stream(int level, int64_t col, int64_t row) const;
+
  private:
   struct Impl;
   using TileBuffer = std::shared_ptr<const std::vector<uint8_t>>;

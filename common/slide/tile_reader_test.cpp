@@ -164,6 +164,31 @@ TEST(TileReader, ThreadsSharingOneSlideReadTheSamePixelsAndDecodeEachTileOnce) {
   }
 }
 
+TEST(TileReader, JpegStreamsAreCompleteAndOutOfRangeTilesAreRefused) {
+  const std::string path = temp_slide("streams.tif", 1000, 700, 256, 19);
+  Slide direct = Slide::open(path, SlideReader::kDirect);
+  const TileReader* reader = direct.direct_reader();
+  ASSERT_NE(reader, nullptr);
+  EXPECT_EQ(reader->tile_size(0), std::make_pair(256, 256));
+  for (int64_t row = 0; row < 3; ++row) {
+    for (int64_t col = 0; col < 4; ++col) {
+      const std::vector<uint8_t> jpeg = reader->jpeg_stream(0, col, row);
+      ASSERT_GT(jpeg.size(), 4u);
+      // One complete JPEG: SOI, the tables, the tile's frame, EOI; no second SOI.
+      EXPECT_EQ(jpeg[0], 0xFF);
+      EXPECT_EQ(jpeg[1], 0xD8);
+      EXPECT_EQ(jpeg[jpeg.size() - 2], 0xFF);
+      EXPECT_EQ(jpeg[jpeg.size() - 1], 0xD9);
+      int sois = 0;
+      for (size_t i = 0; i + 1 < jpeg.size(); ++i) sois += jpeg[i] == 0xFF && jpeg[i + 1] == 0xD8;
+      EXPECT_EQ(sois, 1);
+    }
+  }
+  EXPECT_THROW(reader->jpeg_stream(0, 4, 0), IoError);
+  EXPECT_THROW(reader->jpeg_stream(0, 0, -1), IoError);
+  EXPECT_EQ(Slide::open(path, SlideReader::kOpenSlide).direct_reader(), nullptr);
+}
+
 TEST(TileReader, AperioFixtureWithRgbJpegTilesEqualsOpenSlide) {
   // small.svs stores RGB (not YCbCr) JPEG tiles without a marker saying so: decoded as TIFF's
   // photometric says, as OpenSlide does.
