@@ -249,6 +249,20 @@ void ShardWriter::add(int64_t patch_id, int32_t slide, int64_t x, int64_t y, flo
   if (static_cast<int>(s.ids.size()) >= s.layout.chunk_patches) flush_buffer();
 }
 
+void ShardWriter::add_encoded(int64_t patch_id, int32_t slide, int64_t x, int64_t y, float tissue,
+                              std::vector<uint8_t> jpeg) {
+  Impl& s = *impl_;
+  TESSERA_CHECK(!s.closed, "shard '{}' is already closed", s.path);
+  TESSERA_CHECK(s.layout.encoding == "jpeg", "shard '{}' does not store JPEG patches", s.path);
+  s.blobs.push_back(std::move(jpeg));
+  s.ids.push_back(patch_id);
+  s.slides.push_back(slide);
+  s.xy.push_back(x);
+  s.xy.push_back(y);
+  s.fractions.push_back(tissue);
+  if (static_cast<int>(s.ids.size()) >= s.layout.chunk_patches) flush_buffer();
+}
+
 void ShardWriter::add_rows(size_t n, const int64_t* patch_ids, const int32_t* slides,
                            const int64_t* xy, const float* tissue, const uint8_t* rgb) {
   Impl& s = *impl_;

@@ -52,6 +52,10 @@ class ShardWriter {
   // after n calls of add().
   void add_rows(size_t n, const int64_t* patch_ids, const int32_t* slides, const int64_t* xy,
                 const float* tissue, const uint8_t* rgb);
+  // Adds one patch already encoded as a JPEG of patch_size^2 (encoding "jpeg" only), so that the
+  // encoding can run on other threads (patchgen's reader threads).
+  void add_encoded(int64_t patch_id, int32_t slide, int64_t x, int64_t y, float tissue,
+                   std::vector<uint8_t> jpeg);
   // Writes the buffered patches, flushes and closes the file. Throws IoError on failure.
   void close();
   int64_t rows() const { return rows_; }

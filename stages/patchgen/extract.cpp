@@ -53,6 +53,7 @@ struct ReadBatch {
   size_t first = 0;
   int count = 0;
   std::vector<uint8_t> pixels;
+  std::vector<std::vector<uint8_t>> jpeg;  // --encoding jpeg: the patches encoded (pixels freed)
   std::string error;
 };
 
@@ -61,6 +62,7 @@ struct ReaderTotals {
   std::mutex mutex;
   double read_s = 0;
   double resize_s = 0;
+  double encode_s = 0;
   int64_t direct_slides = 0;
   TileReaderStats tiles;
   int64_t fallbacks = 0;
@@ -204,7 +206,8 @@ void read_batches(ReadQueue& queue, const Config& config, size_t batch_patches,
   const int ps = config.patch_size;
   const size_t patch_bytes = static_cast<size_t>(ps) * ps * 3;
   std::vector<uint8_t> read_buffer;
-  double read_s = 0, resize_s = 0;
+  double read_s = 0, resize_s = 0, encode_s = 0;
+  const bool encode = config.layout.encoding == "jpeg";
   while (auto claim = queue.claim()) {
     ActiveJob& active = *claim->job;
     const SlideJob& job = *active.job;
@@ -251,8 +254,18 @@ void read_batches(ReadQueue& queue, const Config& config, size_t batch_patches,
           read_s += seconds_since(t0);
         }
       }
+      if (encode) {  // here rather than on the writing thread: the encoding runs in parallel
+        auto t0 = Clock::now();
+        for (int k = 0; k < batch.count; ++k) {
+          batch.jpeg.push_back(encode_jpeg(batch.pixels.data() + k * patch_bytes, ps, ps,
+                                           config.layout.jpeg_quality));
+        }
+        batch.pixels = {};
+        encode_s += seconds_since(t0);
+      }
     } catch (const IoError& e) {
       batch.pixels.clear();
+      batch.jpeg.clear();
       batch.error = e.what();
     }
     queue.deliver(*claim, std::move(batch));
@@ -260,6 +273,7 @@ void read_batches(ReadQueue& queue, const Config& config, size_t batch_patches,
   std::lock_guard<std::mutex> lock(totals->mutex);
   totals->read_s += read_s;
   totals->resize_s += resize_s;
+  totals->encode_s += encode_s;
 }
 
 }  // namespace
@@ -424,8 +438,16 @@ ExtractStats extract_rank(const Manifest& manifest, const PartPlan& part, const 
         const bool kill = rank == config.debug_kill_rank && to_kill > 0 &&
                           static_cast<size_t>(to_kill) <= n;
         if (kill) n = static_cast<size_t>(to_kill);
-        writer.add_rows(n, ids.data() + written, slides.data() + written, xy.data() + 2 * written,
-                        tissue.data() + written, batch->pixels.data() + written * patch_bytes);
+        if (batch->jpeg.empty()) {
+          writer.add_rows(n, ids.data() + written, slides.data() + written,
+                          xy.data() + 2 * written, tissue.data() + written,
+                          batch->pixels.data() + written * patch_bytes);
+        } else {
+          for (size_t i = written; i < written + n; ++i) {
+            writer.add_encoded(ids[i], slides[i], xy[2 * i], xy[2 * i + 1], tissue[i],
+                               std::move(batch->jpeg[i]));
+          }
+        }
         written += n;
         stats.patches += static_cast<int64_t>(n);
         done += static_cast<int64_t>(n);
@@ -455,7 +477,7 @@ ExtractStats extract_rank(const Manifest& manifest, const PartPlan& part, const 
   stats.tile_read_s = totals.tiles.read_s;
   stats.tile_decode_s = totals.tiles.decode_s;
   stats.openslide_fallbacks = totals.fallbacks;
-  stats.encode_s = writer.encode_seconds();
+  stats.encode_s = totals.encode_s + writer.encode_seconds();
   stats.write_s = writer.write_seconds();
   stats.total_s = seconds_since(start);
   return stats;

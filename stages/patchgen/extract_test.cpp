@@ -83,8 +83,11 @@ TEST_F(ExtractTest, RanksShareThePatchesReadFromThePlanFile) {
 }
 
 // Reader threads, batch size and read-ahead decide only how the rank reads: every combination
-// writes the same rows in the same order with the same pixels.
+// writes the same rows in the same order with the same pixels, raw or JPEG-encoded (by the reader
+// threads).
 TEST_F(ExtractTest, ReaderThreadsBatchesAndReadAheadDoNotChangeTheShard) {
+  for (const char* encoding : {"raw", "jpeg"}) {
+  config_.layout.encoding = encoding;
   auto shard_content = [&](int rank) {
     ShardReader shard((dir_ / "patchgen" / shard_file(rank)).string());
     ShardColumns columns = shard.read_columns();
@@ -110,9 +113,11 @@ TEST_F(ExtractTest, ReaderThreadsBatchesAndReadAheadDoNotChangeTheShard) {
                                               (dir_ / "patchgen" / shard_file(rank)).string());
       EXPECT_EQ(stats.patches, stats.planned);
       const auto got = shard_content(rank);
-      EXPECT_EQ(got.first, expected.first) << threads << " threads, batch " << batch;
-      EXPECT_TRUE(got.second == expected.second) << threads << " threads, batch " << batch;
+      EXPECT_EQ(got.first, expected.first) << encoding << ", " << threads << " threads";
+      EXPECT_TRUE(got.second == expected.second) << encoding << ", " << threads << " threads";
+      if (std::string(encoding) == "jpeg") EXPECT_GT(stats.encode_s, 0.0);
     }
+  }
   }
 }
 
