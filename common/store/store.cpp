@@ -232,21 +232,17 @@ ShardWriter::~ShardWriter() = default;
 void ShardWriter::add(int64_t patch_id, int32_t slide, int64_t x, int64_t y, float tissue,
                       const uint8_t* rgb) {
   Impl& s = *impl_;
-  TESSERA_CHECK(!s.closed, "shard '{}' is already closed", s.path);
   if (s.layout.encoding == "jpeg") {
     auto t0 = std::chrono::steady_clock::now();
-    s.blobs.push_back(
-        encode_jpeg(rgb, s.layout.patch_size, s.layout.patch_size, s.layout.jpeg_quality));
+    std::vector<uint8_t> jpeg =
+        encode_jpeg(rgb, s.layout.patch_size, s.layout.patch_size, s.layout.jpeg_quality);
     encode_s_ += seconds_since(t0);
-  } else {
-    s.pixels.insert(s.pixels.end(), rgb, rgb + s.patch_bytes);
+    add_encoded(patch_id, slide, x, y, tissue, std::move(jpeg));
+    return;
   }
-  s.ids.push_back(patch_id);
-  s.slides.push_back(slide);
-  s.xy.push_back(x);
-  s.xy.push_back(y);
-  s.fractions.push_back(tissue);
-  if (static_cast<int>(s.ids.size()) >= s.layout.chunk_patches) flush_buffer();
+  TESSERA_CHECK(!s.closed, "shard '{}' is already closed", s.path);
+  s.pixels.insert(s.pixels.end(), rgb, rgb + s.patch_bytes);
+  add_columns(patch_id, slide, x, y, tissue);
 }
 
 void ShardWriter::add_encoded(int64_t patch_id, int32_t slide, int64_t x, int64_t y, float tissue,
@@ -255,6 +251,12 @@ void ShardWriter::add_encoded(int64_t patch_id, int32_t slide, int64_t x, int64_
   TESSERA_CHECK(!s.closed, "shard '{}' is already closed", s.path);
   TESSERA_CHECK(s.layout.encoding == "jpeg", "shard '{}' does not store JPEG patches", s.path);
   s.blobs.push_back(std::move(jpeg));
+  add_columns(patch_id, slide, x, y, tissue);
+}
+
+void ShardWriter::add_columns(int64_t patch_id, int32_t slide, int64_t x, int64_t y,
+                              float tissue) {
+  Impl& s = *impl_;
   s.ids.push_back(patch_id);
   s.slides.push_back(slide);
   s.xy.push_back(x);

@@ -64,6 +64,8 @@ class ShardWriter {
 
  private:
   struct Impl;
+  // Buffers one row's columns (its pixels or blob are buffered already); flushes a full chunk.
+  void add_columns(int64_t patch_id, int32_t slide, int64_t x, int64_t y, float tissue);
   void flush_buffer();
   std::unique_ptr<Impl> impl_;
   int64_t rows_ = 0;
