@@ -254,19 +254,20 @@ void read_batches(ReadQueue& queue, const Config& config, size_t batch_patches,
           read_s += seconds_since(t0);
         }
       }
-      if (encode) {  // here rather than on the writing thread: the encoding runs in parallel
-        auto t0 = Clock::now();
-        for (int k = 0; k < batch.count; ++k) {
-          batch.jpeg.push_back(encode_jpeg(batch.pixels.data() + k * patch_bytes, ps, ps,
-                                           config.layout.jpeg_quality));
-        }
-        batch.pixels = {};
-        encode_s += seconds_since(t0);
-      }
     } catch (const IoError& e) {
       batch.pixels.clear();
-      batch.jpeg.clear();
       batch.error = e.what();
+    }
+    // Encoded here rather than on the writing thread, so that it runs in parallel. A failure to
+    // encode is the rank's, as on the writing thread, not the slide's: it leaves the thread.
+    if (encode && batch.error.empty()) {
+      auto t0 = Clock::now();
+      for (int k = 0; k < batch.count; ++k) {
+        batch.jpeg.push_back(encode_jpeg(batch.pixels.data() + k * patch_bytes, ps, ps,
+                                         config.layout.jpeg_quality));
+      }
+      batch.pixels = {};
+      encode_s += seconds_since(t0);
     }
     queue.deliver(*claim, std::move(batch));
   }
