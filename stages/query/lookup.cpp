@@ -98,6 +98,34 @@ std::vector<float> PatchLookup::embedding(const StoredPatch& patch) const {
   return v;
 }
 
+SlidePatches PatchLookup::slide_patches(int32_t slide) const {
+  SlidePatches out;
+  for (size_t s = 0; s < impl_->catalog->sources.size(); ++s) {
+    const auto [first, count] = impl_->rows_of(s, slide);
+    if (count == 0) continue;
+    const IndexInfo& info = impl_->info(s);
+    const IndexRows rows = IndexReader(info.path).read_range(first, count);
+    const std::string path =
+        impl_->catalog->path(impl_->catalog->sources[s].embed_dir + "/embeddings.h5");
+    h5::File file = h5::File::open(path, h5::Mode::kRead);
+    h5::Dataset values = file.open_dataset(embedding_names::kEmbeddings);
+    std::vector<int64_t> ids(count);
+    file.open_dataset(embedding_names::kPatchId).read_rows(ids.data(), first, count);
+    if (ids != rows.patch_id) {
+      fail<IoError>("'{}' rows {}..{} do not hold the patches the index lists for slide {}: the "
+                    "embed output does not belong to the patch index",
+                    path, first, first + count, slide);
+    }
+    out.embeddings.resize(static_cast<size_t>(count) * values.dims().at(1));
+    values.read_rows_as_floats(out.embeddings.data(), first, count);
+    out.patch_id = rows.patch_id;
+    out.coords = rows.coords;
+    out.footprint = info.patch_size * info.slides.downsample.at(slide);
+    return out;
+  }
+  return out;
+}
+
 Image8 PatchLookup::pixels(const StoredPatch& patch, std::string* why) const {
   const IndexInfo& info = impl_->info(patch.source);
   const int S = info.patch_size;

@@ -22,6 +22,14 @@ struct StoredPatch {
   int64_t row = 0;    // row of that part's index.h5 and embeddings.h5
 };
 
+// Every ingested patch of one slide with its stored embedding.
+struct SlidePatches {
+  std::vector<int64_t> patch_id;  // ascending
+  std::vector<int64_t> coords;    // level-0 x0, y0, x1, y1, ...
+  std::vector<float> embeddings;  // patch_id.size() x D, as embed wrote them
+  double footprint = 0;           // level-0 pixels per patch side
+};
+
 class PatchLookup {
  public:
   explicit PatchLookup(const Catalog& catalog);
@@ -37,6 +45,9 @@ class PatchLookup {
   StoredPatch nearest(int32_t slide, int64_t x, int64_t y) const;
   // Its stored embedding (D floats), as embed wrote it.
   std::vector<float> embedding(const StoredPatch& patch) const;
+  // Every patch of slide `slide` (an index into the slide table) with its embedding; empty when
+  // no ingested part holds the slide. Throws IoError as embedding() does.
+  SlidePatches slide_patches(int32_t slide) const;
   // Its pixels (S x S RGB): from the patch store, else read from the slide and resampled as
   // patchgen did; an empty image (with the reason in `why`) when neither can be read.
   Image8 pixels(const StoredPatch& patch, std::string* why = nullptr) const;

@@ -169,16 +169,7 @@ std::vector<QueryScope> scopes_for(const Config& config, const Queries& q,
                          "stored patch (--patch or --slide), not {}",
                          config.vectors.empty() ? "--image" : "--vectors");
     }
-    if (config.exclude_same_slide) scopes[i].exclude_slide = s;
-    if (config.exclude_same_patient) {
-      scopes[i].excluded_slides.assign(slides.size(), 0);
-      const std::string& patient = slides.patient_id[s];
-      for (size_t t = 0; t < slides.size(); ++t) {
-        // A slide without a patient id is its own patient.
-        const bool same = patient.empty() ? static_cast<int32_t>(t) == s : slides.patient_id[t] == patient;
-        if (same) scopes[i].excluded_slides[t] = 1;
-      }
-    }
+    scopes[i] = exclusion_scope(s, config.exclude_same_slide, config.exclude_same_patient, slides);
   }
   return scopes;
 }

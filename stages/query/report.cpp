@@ -74,6 +74,30 @@ std::vector<std::vector<std::string>> report_rows(const std::vector<QueryInfo>& 
   return rows;
 }
 
+nlohmann::json hit_json(const Hit& hit, size_t rank, const VectorSlideTable& slides) {
+  nlohmann::json h = nlohmann::json::object();
+  h["rank"] = rank;
+  h["score"] = hit.score;
+  h["patch_id"] = hit.patch_id;
+  h["slide_id"] = slides.slide_id.at(hit.slide);
+  h["patient_id"] = slides.patient_id.at(hit.slide);
+  h["x"] = hit.x;
+  h["y"] = hit.y;
+  h["tissue"] = hit.tissue;
+  h["shard"] = hit.shard;
+  for (const auto& m : slides.metadata) {
+    switch (m.type) {
+      case MetaType::kInt: h[m.name] = m.ints.at(hit.slide); break;
+      case MetaType::kFloat:
+        h[m.name] = std::isnan(m.floats.at(hit.slide)) ? nlohmann::json()
+                                                        : nlohmann::json(m.floats[hit.slide]);
+        break;
+      case MetaType::kString: h[m.name] = m.strings.at(hit.slide); break;
+    }
+  }
+  return h;
+}
+
 std::string format_report(const std::string& format, const std::vector<QueryInfo>& queries,
                           const std::vector<std::vector<Hit>>& hits,
                           const VectorSlideTable& slides, const Timing& timing,
@@ -97,27 +121,7 @@ std::string format_report(const std::string& format, const std::vector<QueryInfo
     for (size_t q = 0; q < hits.size(); ++q) {
       nlohmann::json list = nlohmann::json::array();
       for (size_t r = 0; r < hits[q].size(); ++r, ++at) {
-        nlohmann::json h = nlohmann::json::object();
-        const Hit& hit = hits[q][r];
-        h["rank"] = r + 1;
-        h["score"] = hit.score;
-        h["patch_id"] = hit.patch_id;
-        h["slide_id"] = slides.slide_id.at(hit.slide);
-        h["patient_id"] = slides.patient_id.at(hit.slide);
-        h["x"] = hit.x;
-        h["y"] = hit.y;
-        h["tissue"] = hit.tissue;
-        h["shard"] = hit.shard;
-        for (const auto& m : slides.metadata) {
-          switch (m.type) {
-            case MetaType::kInt: h[m.name] = m.ints.at(hit.slide); break;
-            case MetaType::kFloat:
-              h[m.name] = std::isnan(m.floats.at(hit.slide)) ? nlohmann::json()
-                                                              : nlohmann::json(m.floats[hit.slide]);
-              break;
-            case MetaType::kString: h[m.name] = m.strings.at(hit.slide); break;
-          }
-        }
+        nlohmann::json h = hit_json(hits[q][r], r + 1, slides);
         list.push_back(std::move(h));
       }
       const QueryInfo& info = queries.at(q);

@@ -35,6 +35,10 @@ std::vector<std::vector<std::string>> report_rows(const std::vector<QueryInfo>& 
                                                   const std::vector<std::vector<Hit>>& hits,
                                                   const VectorSlideTable& slides);
 
+// One hit as a JSON object: rank (1-based), score, ids, coordinates, tissue, shard and the slide's
+// metadata columns (NaN floats as null).
+nlohmann::json hit_json(const Hit& hit, size_t rank, const VectorSlideTable& slides);
+
 // `format` is table, csv or json.
 std::string format_report(const std::string& format, const std::vector<QueryInfo>& queries,
                           const std::vector<std::vector<Hit>>& hits,

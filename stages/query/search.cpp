@@ -72,10 +72,10 @@ std::vector<ColumnSchema> filter_columns(const VectorSlideTable& slides) {
 
 namespace {
 
-// The rows of `meta` that `filter` allows, as ascending patch ids.
-std::vector<int64_t> allowed_ids(const VectorMeta& meta, const Filter& filter) {
+// The rows of `meta` that `filter` allows, as ascending patch ids; `t` is the slide table.
+std::vector<int64_t> allowed_ids(const VectorMeta& meta, const VectorSlideTable& t,
+                                 const Filter& filter) {
   const VectorRows& r = meta.rows;
-  const VectorSlideTable& t = meta.slides;
   const int64_t n = static_cast<int64_t>(r.size());
   const size_t slides = t.size();
   std::vector<int64_t> level(slides), patch_size(slides, meta.patch_size), read_size(slides);
@@ -133,8 +133,25 @@ std::vector<int64_t> allowed_ids(const VectorMeta& meta, const Filter& filter) {
 
 }  // namespace
 
+QueryScope exclusion_scope(int32_t slide, bool exclude_same_slide, bool exclude_same_patient,
+                           const VectorSlideTable& slides) {
+  QueryScope scope;
+  if (exclude_same_slide) scope.exclude_slide = slide;
+  if (exclude_same_patient) {
+    scope.excluded_slides.assign(slides.size(), 0);
+    const std::string& patient = slides.patient_id.at(slide);
+    for (size_t t = 0; t < slides.size(); ++t) {
+      const bool same = patient.empty() ? static_cast<int32_t>(t) == slide
+                                        : slides.patient_id[t] == patient;
+      if (same) scope.excluded_slides[t] = 1;
+    }
+  }
+  return scope;
+}
+
 struct ShardSet::Impl {
   std::vector<Segment> segments;
+  VectorSlideTable slides;  // the same in every segment; kept once for select()
   bool higher_is_better = true;
   int dim = 0;
   int64_t rows = 0, matching = 0;
@@ -174,10 +191,11 @@ ShardSet::ShardSet(const Catalog& catalog, const std::vector<int>& shards, bool 
       seg.sorted_rows = order;
       seg.sorted_ids.resize(n);
       for (int64_t i = 0; i < n; ++i) seg.sorted_ids[i] = ids[order[i]];
-      if (filter) seg.allowed = allowed_ids(seg.meta, *filter);
+      if (filter) seg.allowed = allowed_ids(seg.meta, seg.meta.slides, *filter);
       impl_->rows += n;
       impl_->matching += seg.allowed ? static_cast<int64_t>(seg.allowed->size()) : n;
-      // Only the columns needed to report hits stay; the caller holds the slide table.
+      // Only the columns needed to report hits stay, and one slide table.
+      if (impl_->segments.empty()) impl_->slides = std::move(seg.meta.slides);
       seg.meta.slides = {};
       impl_->segments.push_back(std::move(seg));
     }
@@ -190,6 +208,15 @@ ShardSet& ShardSet::operator=(ShardSet&&) noexcept = default;
 
 int64_t ShardSet::rows() const { return impl_->rows; }
 int64_t ShardSet::matching_rows() const { return impl_->matching; }
+
+RowSelection ShardSet::select(const Filter& filter) const {
+  RowSelection selection;
+  for (const Segment& seg : impl_->segments) {
+    selection.allowed.push_back(allowed_ids(seg.meta, impl_->slides, filter));
+    selection.matching += static_cast<int64_t>(selection.allowed.back().size());
+  }
+  return selection;
+}
 
 std::vector<std::vector<Hit>> ShardSet::search(const float* queries, int64_t n,
                                                const std::vector<QueryScope>& scopes,
@@ -216,13 +243,17 @@ std::vector<std::vector<Hit>> ShardSet::search(const float* queries, int64_t n,
         const Segment& seg = segments[s];
         for (int64_t q0 = 0; q0 < n; q0 += batch) {
           const int64_t m = std::min(batch, n - q0);
-          RowFilter filter(seg.allowed ? &*seg.allowed : nullptr,
-                           scopes.empty() ? nullptr : &scopes[q0]);
+          const QueryScope* scope = scopes.empty() ? nullptr : &scopes[q0];
+          const std::vector<int64_t>* allowed =
+              scope && scope->selection ? &scope->selection->allowed[s]
+              : seg.allowed             ? &*seg.allowed
+                                        : nullptr;
+          RowFilter filter(allowed, scope);
           SearchOptions options;
           options.k = k;
           options.nprobe = params.nprobe;
           options.ef_search = params.ef_search;
-          const bool filtered = seg.allowed || !scopes.empty();
+          const bool filtered = allowed || scope;
           options.filter = filtered ? &filter : nullptr;
           scores.assign(static_cast<size_t>(m) * k, 0);
           ids.assign(static_cast<size_t>(m) * k, -1);

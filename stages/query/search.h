@@ -27,12 +27,25 @@ struct Hit {
   int32_t shard = -1;
 };
 
+// The rows a filter allows in each loaded segment of a ShardSet (ShardSet::select), for filters
+// that differ from query to query (serve).
+struct RowSelection {
+  std::vector<std::vector<int64_t>> allowed;  // per loaded segment: patch ids, ascending
+  int64_t matching = 0;                       // rows allowed over the segments
+};
+
 // What restricts one query's results: the --filter expression and the exclusions, whose slides
 // depend on the query.
 struct QueryScope {
   int32_t exclude_slide = -1;                // leave out this slide's patches
   std::vector<uint8_t> excluded_slides;      // or these (per slide index, 1 = leave out)
+  const RowSelection* selection = nullptr;   // when set: these rows instead of the set's filter
 };
+
+// The scope of a query from the stored patch of slide `slide` (an index into `slides`): its slide
+// left out, and/or every slide of its patient (a slide without a patient id is its own patient).
+QueryScope exclusion_scope(int32_t slide, bool exclude_same_slide, bool exclude_same_patient,
+                           const VectorSlideTable& slides);
 
 struct SearchParams {
   int k = 10;
@@ -60,6 +73,10 @@ class ShardSet {
 
   int64_t rows() const;          // vectors in the loaded shards
   int64_t matching_rows() const; // of which the filter allows (rows() without a filter)
+
+  // The rows of the loaded segments that `filter` allows (parsed against filter_columns of the
+  // shards' slide table). Thread-safe with concurrent search().
+  RowSelection select(const Filter& filter) const;
 
   // Searches `queries` (n x dim, row-major, normalised as the catalog says) in every loaded shard
   // and returns, per query, the best `params.k` hits over these shards (best first, ties by

@@ -1,5 +1,10 @@
 #include "stages/status/status.h"
 
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -471,6 +476,29 @@ std::string format_ranks(const std::vector<int>& ranks) {
   return text;
 }
 
+// The services registered in `dir` (serve's registry.h) that still run.
+static std::vector<nlohmann::json> running_services(const std::string& dir) {
+  std::vector<nlohmann::json> out;
+  if (!is_dir(dir)) return out;
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().extension() == ".json") files.push_back(e.path());
+  }
+  std::sort(files.begin(), files.end());
+  for (const auto& f : files) {
+    std::string problem;
+    const auto j = read_json_noted(f.string(), problem);
+    if (!j || !j->is_object()) continue;
+    const bool here = j->value("host", "") == host;
+    const int pid = j->value("pid", 0);
+    if (here && (pid <= 0 || (::kill(pid, 0) != 0 && errno == ESRCH))) continue;  // a stale file
+    out.push_back(*j);
+  }
+  return out;
+}
+
 RunStatus scan_run(const std::string& run) {
   if (!exists(run)) fail<InvalidInput>("run directory '{}' does not exist", run);
   if (!is_dir(run)) fail<InvalidInput>("'{}' is not a directory", run);
@@ -515,6 +543,7 @@ RunStatus scan_run(const std::string& run) {
   for (const auto& s : status.stages) {
     if (!s.next.empty()) status.next.push_back(s.next);
   }
+  status.services = running_services(join_path(status.run, "serve"));
   for (const auto& [tag, t] : tags) {
     if (!t.all_complete || ingested.count(tag)) continue;
     status.next.push_back(fmt::format("mpirun -np {} ingest --run {} --tag {}",
@@ -568,7 +597,8 @@ nlohmann::json to_json(const RunStatus& status) {
           {"complete", exit_code(status) == 0},
           {"exit_code", exit_code(status)},
           {"stages", stages},
-          {"next", status.next}};
+          {"next", status.next},
+          {"services", status.services}};
 }
 
 std::string format_table(const RunStatus& status) {
@@ -630,6 +660,14 @@ std::string format_table(const RunStatus& status) {
   }
   if (!pending.empty()) out += "\nnot complete:\n" + pending;
 
+  if (!status.services.empty()) {
+    out += "\nserving:\n";
+    for (const auto& j : status.services) {
+      out += fmt::format("  {} at {} (host {}, pid {}, {} rank(s))\n", j.value("index", "?"),
+                         j.value("url", "?"), j.value("host", "?"), j.value("pid", 0),
+                         j.value("ranks", 0));
+    }
+  }
   if (!status.next.empty()) {
     out += "\nnext:\n";
     for (const auto& command : status.next) out += "  " + command + "\n";

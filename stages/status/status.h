@@ -77,6 +77,9 @@ struct RunStatus {
   // Commands in the order to run them: the stages' `next`, then an ingest for every embed tag
   // that is complete and not ingested anywhere.
   std::vector<std::string> next;
+  // Running `serve` processes registered in RUN/serve/<name>.json (index, host, port, url, pid, ...);
+  // on this host only those whose process is alive, on other hosts every one.
+  std::vector<nlohmann::json> services;
 };
 
 // Scans run directory `run`. Not collective; reads only. Throws InvalidInput when `run` does not

@@ -1,0 +1,124 @@
+// serve's HTTP API as a function of a parsed request and the resident state: no sockets here (the
+// HTTP library only moves bytes; http_server.h), so every route is unit-tested directly.
+//
+//   GET  /healthz, /metrics
+//   GET  /api/v1/info
+//   GET  /api/v1/slides[?q=TEXT][&filter=EXPR]
+//   POST /api/v1/search    {patch_id | slide_id,x,y | vector | image, k, filter, nprobe,
+//                           exclude_same_slide, exclude_same_patient}
+//   POST /api/v1/heatmap   {target: SLIDE_ID, and a query as for search}
+//   GET  /api/v1/patches/<patch_id>.jpeg
+//   GET  /api/v1/slides/<slide_id>.dzi, /api/v1/slides/<slide_id>_files/<level>/<col>_<row>.jpeg
+//   GET  /api/v1/slides/<slide_id>/thumbnail.jpeg
+//   GET  /, /<file of the web page>
+// Every error is a 4xx/5xx with {"error": {"code": STATUS, "message": TEXT}}.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "stages/serve/batcher.h"
+#include "stages/serve/config.h"
+#include "stages/serve/front.h"
+#include "stages/serve/lru_cache.h"
+#include "stages/serve/metrics.h"
+
+namespace tessera::serve {
+
+struct Request {
+  std::string method;  // GET, POST, ...
+  std::string path;    // decoded, without the query string
+  std::multimap<std::string, std::string> params;  // decoded query string
+  std::string body;
+  std::string authorization;  // the Authorization header
+  std::string cookie;         // the Cookie header
+  std::string param(const std::string& name) const;
+};
+
+struct Response {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;
+};
+
+// A 4xx/5xx answer with the JSON error body.
+Response error_response(int status, const std::string& message);
+
+// A query as a search or heatmap body gives it, checked against the limits (not yet against the
+// index).
+struct QuerySpec {
+  std::optional<int64_t> patch_id;
+  std::string slide_id;
+  int64_t x = 0, y = 0;
+  std::vector<int64_t> box;  // with slide_id: x, y, w, h (level 0): the mean of its patches
+  std::vector<float> vector;
+  std::string image;  // decoded bytes of a PNG or JPEG
+  int k = 10;
+  int nprobe = 0;
+  std::string filter;
+  bool exclude_same_slide = false;
+  bool exclude_same_patient = false;
+};
+
+// Parses a search or heatmap body. Throws InvalidInput naming the field for a body that is not a
+// JSON object, no query source or several, wrong types, k outside 1..limits.max_k, a filter longer
+// than limits.max_filter_chars, a vector with a non-finite value, an image that is not base64.
+QuerySpec parse_query(const std::string& body, const Limits& limits);
+
+// Compares in time independent of where the strings differ.
+bool constant_time_equal(const std::string& a, const std::string& b);
+
+class Api {
+ public:
+  // `files` are the web page's files by request path ("/index.html", "/app.js",
+  // "/vendor/openseadragon/openseadragon.min.js", ...); "/" serves "/index.html". `token` empty:
+  // no authentication.
+  Api(std::shared_ptr<const Front> front, Batcher& batcher, Metrics& metrics, const Config& config,
+      std::map<std::string, std::string> files, std::string token, int ranks);
+
+  // Answers one request. Thread-safe; never throws.
+  Response handle(const Request& request);
+
+  // Swaps in a new generation; requests already running finish with the one they started with.
+  void set_front(std::shared_ptr<const Front> front);
+  std::shared_ptr<const Front> front() const;
+
+  // Reads every file under `dir` into the map Api takes (paths relative to dir, with a leading
+  // '/'). Throws IoError naming the directory when it has no index.html.
+  static std::map<std::string, std::string> load_files(const std::string& dir);
+
+ private:
+  Response route(const Request& request, const std::string& path, std::string& name);
+  Response info(const Front& front);
+  Response slides(const Front& front, const Request& request);
+  Response search(const Front& front, const Request& request);
+  Response heatmap(const Front& front, const Request& request);
+  Response patch(const Front& front, const std::string& id);
+  Response slide_resource(const Front& front, const std::string& rest, std::string& name);
+  // The query vector of `spec` (normalised as the catalog says), and the slide of its stored
+  // patch (-1 for a vector or an image). Throws InvalidInput (400) / NotFound (404).
+  std::pair<std::vector<float>, nlohmann::json> resolve(const Front& front, const QuerySpec& spec,
+                                                        int32_t* slide);
+  bool authorized(const Request& request) const;
+
+  mutable std::mutex front_mutex_;
+  std::shared_ptr<const Front> front_;
+  Batcher& batcher_;
+  Metrics& metrics_;
+  Config config_;
+  std::map<std::string, std::string> files_;
+  std::string token_;
+  int ranks_;
+  LruCache tiles_;
+};
+
+}  // namespace tessera::serve

@@ -1,0 +1,79 @@
+#include "stages/serve/front.h"
+
+#include "common/core/error.h"
+#include "common/slide/slide.h"
+#include "common/store/index.h"
+#include "stages/query/search.h"
+
+namespace tessera::serve {
+
+Front::Front(Catalog catalog, VectorSlideTable slides, int64_t rows, int generation)
+    : catalog_(std::move(catalog)),
+      slides_(std::move(slides)),
+      columns_(query::filter_columns(slides_)),
+      rows_(rows),
+      generation_(generation),
+      patch_counts_(slides_.size(), 0) {
+  for (size_t s = 0; s < slides_.size(); ++s) by_id_.emplace(slides_.slide_id[s], static_cast<int32_t>(s));
+  for (const CatalogSource& source : catalog_.sources) {
+    const IndexInfo info = load_index_info(catalog_.path(source.patchgen_dir));
+    for (size_t s = 0; s < info.slides.size() && s < slides_.size(); ++s) {
+      if (info.slides.status[s] == "ok") patch_counts_[s] += info.slides.patch_count[s];
+    }
+  }
+  lookup_ = std::make_unique<query::PatchLookup>(catalog_);
+}
+
+Front::~Front() = default;
+
+std::optional<int32_t> Front::slide_index(const std::string& slide_id) const {
+  const auto it = by_id_.find(slide_id);
+  if (it == by_id_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::optional<query::StoredPatch> Front::find(int64_t patch_id) const {
+  std::lock_guard<std::mutex> lock(lookup_mutex_);
+  return lookup_->find(patch_id);
+}
+
+query::StoredPatch Front::nearest(int32_t slide, int64_t x, int64_t y) const {
+  std::lock_guard<std::mutex> lock(lookup_mutex_);
+  return lookup_->nearest(slide, x, y);
+}
+
+std::vector<float> Front::embedding(const query::StoredPatch& patch) const {
+  std::lock_guard<std::mutex> lock(lookup_mutex_);
+  return lookup_->embedding(patch);
+}
+
+Image8 Front::pixels(const query::StoredPatch& patch, std::string* why) const {
+  std::lock_guard<std::mutex> lock(lookup_mutex_);
+  return lookup_->pixels(patch, why);
+}
+
+query::SlidePatches Front::slide_patches(int32_t slide) const {
+  std::lock_guard<std::mutex> lock(lookup_mutex_);
+  return lookup_->slide_patches(slide);
+}
+
+std::shared_ptr<const Slide> Front::slide(int32_t s) const {
+  {
+    std::lock_guard<std::mutex> lock(slides_mutex_);
+    for (auto it = open_.begin(); it != open_.end(); ++it) {
+      if (it->first == s) {
+        open_.splice(open_.begin(), open_, it);
+        return it->second;
+      }
+    }
+  }
+  // Opened outside the lock: opening reads the file's directories.
+  auto opened = std::make_shared<const Slide>(
+      Slide::open(slides_.path.at(s), SlideReader::kAuto, kSlideTileCacheBytes));
+  std::lock_guard<std::mutex> lock(slides_mutex_);
+  open_.emplace_front(s, opened);
+  if (open_.size() > kOpenSlides) open_.pop_back();
+  return opened;
+}
+
+}  // namespace tessera::serve

@@ -1,0 +1,78 @@
+// Rank 0's view of one generation of the index for the HTTP threads: the catalog, the slide
+// table, each slide's patch count, the stored patches (query::PatchLookup) and the slides opened
+// for DeepZoom. Slides and patches are found only through the catalog: an id from a request is a
+// key into the slide table, never a path. Thread-safe (the patch lookup is serialised; slides are
+// read concurrently).
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/slide/png_io.h"
+#include "common/store/vector_meta.h"
+#include "common/vector/catalog.h"
+#include "stages/query/filter.h"
+#include "stages/query/lookup.h"
+
+namespace tessera {
+class Slide;
+}
+
+namespace tessera::serve {
+
+class Front {
+ public:
+  // `generation` numbers the loads of this service (0 first, +1 per reload).
+  Front(Catalog catalog, VectorSlideTable slides, int64_t rows, int generation);
+  ~Front();
+  Front(const Front&) = delete;
+  Front& operator=(const Front&) = delete;
+
+  const Catalog& catalog() const { return catalog_; }
+  const VectorSlideTable& slides() const { return slides_; }
+  const std::vector<query::ColumnSchema>& columns() const { return columns_; }
+  int64_t rows() const { return rows_; }
+  int generation() const { return generation_; }
+  // Ingested patches of slide s (0 when none of its parts was ingested).
+  int64_t patch_count(int32_t slide) const { return patch_counts_.at(slide); }
+  // Level-0 pixels per patch side on slide s.
+  double footprint(int32_t slide) const {
+    return catalog_.patch_size * slides_.downsample.at(slide);
+  }
+  // The slide index of `slide_id`, nullopt when the catalog has no such slide.
+  std::optional<int32_t> slide_index(const std::string& slide_id) const;
+
+  // query::PatchLookup's answers, serialised.
+  std::optional<query::StoredPatch> find(int64_t patch_id) const;
+  query::StoredPatch nearest(int32_t slide, int64_t x, int64_t y) const;
+  std::vector<float> embedding(const query::StoredPatch& patch) const;
+  Image8 pixels(const query::StoredPatch& patch, std::string* why) const;
+  query::SlidePatches slide_patches(int32_t slide) const;
+
+  // Slide s opened (direct tile reader where it can, else OpenSlide), kept among the
+  // kOpenSlides most recently used. Throws IoError naming the file.
+  std::shared_ptr<const Slide> slide(int32_t s) const;
+  static constexpr size_t kOpenSlides = 16;
+  static constexpr size_t kSlideTileCacheBytes = size_t{32} << 20;
+
+ private:
+  Catalog catalog_;
+  VectorSlideTable slides_;
+  std::vector<query::ColumnSchema> columns_;
+  int64_t rows_;
+  int generation_;
+  std::vector<int64_t> patch_counts_;
+  std::unordered_map<std::string, int32_t> by_id_;
+  mutable std::mutex lookup_mutex_;
+  std::unique_ptr<query::PatchLookup> lookup_;
+  mutable std::mutex slides_mutex_;
+  mutable std::list<std::pair<int32_t, std::shared_ptr<const Slide>>> open_;  // most recent first
+};
+
+}  // namespace tessera::serve

@@ -1,0 +1,246 @@
+#include "stages/serve/serve.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "common/core/cpu.h"
+#include "common/core/error.h"
+#include "common/vector/vector_index.h"
+#include "stages/serve/api.h"
+#include "stages/serve/batcher.h"
+#include "stages/serve/front.h"
+#include "stages/serve/http_server.h"
+#include "stages/serve/metrics.h"
+#include "stages/serve/registry.h"
+#include "stages/serve/shards.h"
+
+#ifndef TESSERA_SERVE_WEB_DIR
+#define TESSERA_SERVE_WEB_DIR ""
+#endif
+
+namespace tessera::serve {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+Controls* g_controls = nullptr;
+
+extern "C" void on_signal(int signal) {
+  if (!g_controls) return;
+  if (signal == SIGHUP) {
+    g_controls->reload.store(true);
+  } else {
+    g_controls->stop.store(true);
+  }
+}
+
+std::string read_token(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) fail<InvalidInput>("cannot read the token file '{}'", path);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string token = text.str();
+  while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) token.pop_back();
+  while (!token.empty() && std::isspace(static_cast<unsigned char>(token.front()))) token.erase(0, 1);
+  if (token.size() < 16) {
+    fail<InvalidInput>("the token in '{}' is {} characters long: give at least 16", path, token.size());
+  }
+  return token;
+}
+
+// What tells a new generation apart: catalog.json's modification time and size (ingest replaces
+// the file by a rename when a generation is complete).
+std::string catalog_stamp(const std::string& index) {
+  std::error_code ec;
+  const fs::path p = fs::path(index) / kCatalogFile;
+  const auto time = fs::last_write_time(p, ec);
+  if (ec) return "";
+  const auto size = fs::file_size(p, ec);
+  return fmt::format("{}:{}", time.time_since_epoch().count(), ec ? 0 : size);
+}
+
+std::string hostname() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0) return "localhost";
+  return name;
+}
+
+// Every rank loads the index again; the new shards replace the old ones only when every rank
+// loaded them. Collective.
+bool reload(const Config& config, Comm& comm, std::unique_ptr<RankShards>& shards,
+            std::unique_ptr<RankShards>& loaded) {
+  std::string problem;
+  try {
+    loaded = std::make_unique<RankShards>(config.index, comm.rank(), comm.size(), config.mmap,
+                                          config.verify);
+  } catch (const std::exception& e) {
+    problem = e.what();
+  }
+  const int64_t failed = comm.allreduce_max(int64_t{problem.empty() ? 0 : 1});
+  if (!problem.empty()) spdlog::warn("reload of '{}' failed: {}", config.index, problem);
+  if (failed) {
+    loaded.reset();
+    return false;
+  }
+  shards.swap(loaded);
+  loaded.reset();
+  return true;
+}
+
+// Answers every job of a round, collectively; on rank 0 each pending search gets its hits or the
+// round's error.
+void search(Comm& comm, RankShards& shards, const std::vector<SearchJob>& jobs, int threads,
+            std::vector<Batcher::Pending>* pending, Metrics* metrics) {
+  const auto start = Clock::now();
+  try {
+    std::vector<std::vector<query::Hit>> hits = search_round(comm, shards, jobs, threads);
+    if (pending) {
+      for (size_t i = 0; i < pending->size(); ++i) (*pending)[i].result.set_value(std::move(hits[i]));
+    }
+  } catch (const std::exception& e) {
+    // Every rank sees the same failure (search_round); rank 0 answers it, the others go on.
+    if (pending) {
+      for (auto& p : *pending) p.result.set_exception(std::current_exception());
+    } else {
+      spdlog::debug("round failed: {}", e.what());
+    }
+  }
+  if (metrics) metrics->batch(jobs.size(), std::chrono::duration<double>(Clock::now() - start).count());
+}
+
+}  // namespace
+
+void install_signal_handlers(Controls& controls) {
+  g_controls = &controls;
+  struct sigaction action {};
+  action.sa_handler = on_signal;
+  sigemptyset(&action.sa_mask);
+  for (int s : {SIGHUP, SIGINT, SIGTERM}) sigaction(s, &action, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+}
+
+int run(const Config& config, Comm& comm, Controls& controls) {
+  const int threads = thread_count(config.threads, "--threads");
+  set_vector_threads(threads);
+  const auto start = Clock::now();
+  auto shards = std::make_unique<RankShards>(config.index, comm.rank(), comm.size(), config.mmap,
+                                             config.verify);
+  const int64_t rows = comm.allreduce_sum(shards->rows());
+
+  // Rank 0 sets up the HTTP side; a failure there (port in use, no token) ends every rank.
+  Batcher batcher;
+  Metrics metrics;
+  std::unique_ptr<Api> api;
+  std::unique_ptr<HttpServer> server;
+  std::unique_ptr<Registration> registration;
+  int generation = 0;
+  decided_by_root(comm, [&] {
+    const std::string token = config.token_file.empty() ? "" : read_token(config.token_file);
+    std::map<std::string, std::string> files;
+    const std::string web = config.web_dir.empty() ? TESSERA_SERVE_WEB_DIR : config.web_dir;
+    try {
+      files = Api::load_files(web);
+    } catch (const Error& e) {
+      if (!config.web_dir.empty()) throw;
+      spdlog::warn("no web page: {}; the API is served alone", e.what());
+    }
+    auto front = std::make_shared<const Front>(shards->catalog(), shards->slides(), rows, 0);
+    api = std::make_unique<Api>(front, batcher, metrics, config, std::move(files), token, comm.size());
+    server = std::make_unique<HttpServer>(*api, config);
+    return std::string();
+  });
+
+  if (comm.rank() == 0) {
+    const std::string url = fmt::format("http://{}:{}/", config.bind, server->port());
+    const std::string name = fs::path(fs::weakly_canonical(fs::absolute(config.index))).filename().string();
+    const std::string dir =
+        config.registry_dir.empty() ? default_registry_dir(config.index) : config.registry_dir;
+    try {
+      registration = std::make_unique<Registration>(
+          dir, name,
+          nlohmann::json{{"index", fs::weakly_canonical(fs::absolute(config.index)).string()},
+                         {"host", hostname()},
+                         {"bind", config.bind},
+                         {"port", server->port()},
+                         {"url", url},
+                         {"pid", ::getpid()},
+                         {"ranks", comm.size()},
+                         {"token", !config.token_file.empty()}});
+    } catch (const std::exception& e) {
+      spdlog::warn("cannot register the service in '{}' (tessera-status will not list it): {}", dir,
+                   e.what());
+    }
+    server->start();
+    spdlog::info("serving {} vectors of '{}' ({} shard(s) over {} rank(s), loaded in {:.2f} s) at {}",
+                 rows, config.index, shards->catalog().shards.size(), comm.size(),
+                 std::chrono::duration<double>(Clock::now() - start).count(), url);
+  }
+
+  std::unique_ptr<RankShards> loaded;
+  std::string stamp = comm.rank() == 0 ? catalog_stamp(config.index) : "";
+  auto polled = Clock::now();
+  const auto tick = std::chrono::duration<double>(config.tick_ms / 1000.0);
+  const auto idle = std::chrono::milliseconds(100);
+  while (true) {
+    Command command;
+    std::vector<Batcher::Pending> pending;
+    if (comm.rank() == 0) {
+      bool due = false;
+      if (config.poll_s > 0 &&
+          Clock::now() - polled > std::chrono::duration<double>(config.poll_s)) {
+        polled = Clock::now();
+        due = catalog_stamp(config.index) != stamp;
+      }
+      if (controls.stop.load()) {
+        command.kind = CommandKind::kStop;
+      } else if (controls.reload.exchange(false) || due) {
+        command.kind = CommandKind::kReload;
+      } else {
+        pending = batcher.take(idle, tick, static_cast<size_t>(config.limits.max_batch));
+        if (pending.empty()) continue;
+        command.kind = CommandKind::kSearch;
+        for (auto& p : pending) command.jobs.push_back(p.job);
+      }
+      if (comm.size() > 1) comm.broadcast(encode_command(command), 0);
+    } else {
+      command = decode_command(comm.broadcast(std::string(), 0));
+    }
+    if (command.kind == CommandKind::kStop) break;
+    if (command.kind == CommandKind::kReload) {
+      const std::string next_stamp = comm.rank() == 0 ? catalog_stamp(config.index) : "";
+      if (reload(config, comm, shards, loaded)) {
+        const int64_t new_rows = comm.allreduce_sum(shards->rows());
+        ++generation;
+        if (comm.rank() == 0) {
+          api->set_front(std::make_shared<const Front>(shards->catalog(), shards->slides(),
+                                                       new_rows, generation));
+          spdlog::info("now serving {} vectors of generation(s) 0..{} of '{}'", new_rows,
+                       shards->catalog().generations.size() - 1, config.index);
+        }
+      }
+      stamp = next_stamp;
+      continue;
+    }
+    search(comm, *shards, command.jobs, threads, comm.rank() == 0 ? &pending : nullptr,
+           comm.rank() == 0 ? &metrics : nullptr);
+  }
+  if (comm.rank() == 0) {
+    spdlog::info("stopping");
+    server->stop();
+    batcher.close();
+  }
+  return kExitOk;
+}
+
+}  // namespace tessera::serve

@@ -1,0 +1,595 @@
+// serve end to end: generated slides through patchgen, embed and ingest, then
+//   - every route of the API in process (Api::handle, no sockets), bad inputs included;
+//   - serve itself under mpirun with 1..3 ranks over loopback: the same answers as query;
+//   - a bounded load test, a generation swap under load, a token on a non-loopback bind;
+//   - the page in headless chromium (web/browser_test.js), with a screenshot kept.
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <random>
+#include <set>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "common/core/fs.h"
+#include "common/mpi/comm.h"
+#include "common/store/index.h"
+#include "stages/serve/api.h"
+#include "stages/serve/image_query.h"
+#include "stages/serve/shards.h"
+#include "tests/e2e/e2e_util.h"
+#include "tests/synthslide/synthslide.h"
+
+namespace tessera::e2e {
+namespace {
+
+using nlohmann::json;
+const std::string kPatchgen = TESSERA_PATCHGEN;
+const std::string kEmbed = TESSERA_EMBED;
+const std::string kIngest = TESSERA_INGEST;
+const std::string kQuery = TESSERA_QUERY;
+const std::string kServe = TESSERA_SERVE;
+
+// Four slides of three patients over two sites in two cohort parts, embedded and ingested into
+// "flat" (both parts, 3 shards) and "grown" (part 0 only; the reload test appends part 1).
+class Cohort : public ::testing::Environment {
+ public:
+  static fs::path dir() { return fs::temp_directory_path() / fmt::format("tessera_serve_e2e_{}", ::getpid()); }
+  static std::string run() { return (dir() / "run").string(); }
+  static std::string index(const std::string& name) { return run() + "/ingest/" + name; }
+  void SetUp() override {
+    fs::remove_all(dir());
+    fs::create_directories(dir());
+    for (int i = 0; i < 4; ++i) {
+      synth::SlideSpec spec;
+      spec.path = (dir() / fmt::format("s{}.tif", i)).string();
+      spec.width = 1400 + 100 * i;
+      spec.height = 1200;
+      spec.seed = 70 + i;
+      spec.mpp = 0.5;
+      synth::write_slide(spec);
+    }
+    write_text((dir() / "m.csv").string(),
+               "slide_id,path,patient_id,site,age\n"
+               "a,s0.tif,P1,lung,61\n"
+               "b,s1.tif,P1,colon,61\n"
+               "c,s2.tif,P2,lung,48\n"
+               "d,s3.tif,P3,colon,70\n");
+    std::string log;
+    for (int part = 0; part < 2; ++part) {
+      ASSERT_EQ(run_command(mpirun(2) + kPatchgen + " --manifest " + (dir() / "m.csv").string() +
+                                " --out " + run() + " --patch-size 64 --part " +
+                                std::to_string(part) + " --parts 2", &log), 0) << log;
+      ASSERT_EQ(run_command(mpirun(2) + kEmbed + " --run " + run() +
+                                " --model vit-tiny --batch-size 8 --torch-threads 1 --part " +
+                                std::to_string(part) + " --parts 2", &log), 0) << log;
+    }
+    ASSERT_EQ(run_command(mpirun(2) + kIngest + " --run " + run() +
+                              " --tag vit-tiny --name flat --threads 1 --shards 3 --normalize",
+                          &log), 0) << log;
+    ASSERT_EQ(run_command(mpirun(1) + kIngest + " --run " + run() +
+                              " --tag vit-tiny --name grown --threads 1 --shards 3 --normalize "
+                              "--embed-parts 0",
+                          &log), 0) << log;
+  }
+  void TearDown() override {
+    if (!::testing::UnitTest::GetInstance()->Failed()) fs::remove_all(dir());
+  }
+};
+
+// Some patch ids of every slide.
+std::vector<int64_t> some_patches() {
+  std::vector<int64_t> ids;
+  for (int part = 0; part < 2; ++part) {
+    const IndexInfo info = load_index_info(Cohort::run() + fmt::format("/patchgen/part-{:05d}-of-00002", part));
+    const IndexRows rows = IndexReader(info.path).read_range(0, info.rows);
+    for (size_t i = 0; i < rows.size(); i += std::max<size_t>(1, rows.size() / 4)) ids.push_back(rows.patch_id[i]);
+  }
+  return ids;
+}
+
+std::vector<std::pair<int64_t, float>> pairs(const json& hits) {
+  std::vector<std::pair<int64_t, float>> out;
+  for (const auto& h : hits) out.emplace_back(h.at("patch_id").get<int64_t>(), h.at("score").get<float>());
+  return out;
+}
+
+void expect_same_hits(const json& a, const json& b, const std::string& what) {
+  const auto x = pairs(a), y = pairs(b);
+  ASSERT_EQ(x.size(), y.size()) << what;
+  for (size_t i = 0; i < x.size(); ++i) {
+    EXPECT_EQ(x[i].first, y[i].first) << what << " rank " << i;
+    EXPECT_NEAR(x[i].second, y[i].second, 1e-5) << what << " rank " << i;
+  }
+}
+
+json query_hits(const std::string& name, const std::string& args) {
+  std::string log;
+  const std::string command = kQuery + " --index " + Cohort::index(name) +
+                              " --threads 1 --format json --log-level error " + args;
+  EXPECT_EQ(run_command(command, &log), 0) << command << "\n" << log;
+  const size_t start = log.find('{');
+  if (start == std::string::npos) return json::array();
+  return json::parse(log.substr(start)).at("queries").at(0).at("hits");
+}
+
+// ---------------------------------------------------------------------------------------------
+// In process: Api::handle over the resident state, a thread running the rounds.
+
+class InProcess {
+ public:
+  explicit InProcess(const std::string& token = "")
+      : shards_(Cohort::index("flat"), 0, 1, true, VerifyLevel::kCheap) {
+    config_.index = Cohort::index("flat");
+    auto front = std::make_shared<const serve::Front>(shards_.catalog(), shards_.slides(), shards_.rows(), 0);
+    api_ = std::make_unique<serve::Api>(front, batcher_, metrics_, config_,
+                                        std::map<std::string, std::string>{{"/index.html", "<html></html>"}},
+                                        token, 1);
+    rounds_ = std::thread([this] {
+      SerialComm comm;
+      while (!stop_) {
+        auto pending = batcher_.take(std::chrono::milliseconds(20), std::chrono::milliseconds(1), 64);
+        if (pending.empty()) continue;
+        std::vector<serve::SearchJob> jobs;
+        for (auto& p : pending) jobs.push_back(p.job);
+        try {
+          auto hits = serve::search_round(comm, shards_, jobs, 1);
+          for (size_t i = 0; i < pending.size(); ++i) pending[i].result.set_value(hits[i]);
+        } catch (...) {
+          for (auto& p : pending) p.result.set_exception(std::current_exception());
+        }
+      }
+    });
+  }
+  ~InProcess() {
+    stop_ = true;
+    rounds_.join();
+  }
+  serve::Response get(const std::string& path, const std::multimap<std::string, std::string>& params = {},
+                      const std::string& auth = "") {
+    serve::Request r;
+    r.method = "GET";
+    r.path = path;
+    r.params = params;
+    r.authorization = auth;
+    return api_->handle(r);
+  }
+  serve::Response post(const std::string& path, const std::string& body, const std::string& auth = "") {
+    return request("POST", path, body, auth);
+  }
+  serve::Response request(const std::string& method, const std::string& path,
+                          const std::string& body, const std::string& auth = "") {
+    serve::Request r;
+    r.method = method;
+    r.path = path;
+    r.body = body;
+    r.authorization = auth;
+    return api_->handle(r);
+  }
+
+ private:
+  serve::RankShards shards_;
+  serve::Config config_;
+  serve::Batcher batcher_;
+  serve::Metrics metrics_;
+  std::unique_ptr<serve::Api> api_;
+  std::atomic<bool> stop_{false};
+  std::thread rounds_;
+};
+
+json body_of(const serve::Response& r) { return json::parse(r.body); }
+
+TEST(ServeE2E, EveryRouteInProcess) {
+  InProcess s;
+  auto r = s.get("/healthz");
+  EXPECT_EQ(r.status, 200);
+  r = s.get("/api/v1/info");
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json info = body_of(r);
+  EXPECT_EQ(info.at("shards"), 3);
+  EXPECT_EQ(info.at("ranks"), 1);
+  EXPECT_GT(info.at("rows").get<int64_t>(), 100);
+  EXPECT_EQ(info.at("dimension"), info.at("dimension").get<int>());
+
+  r = s.get("/api/v1/slides");
+  ASSERT_EQ(r.status, 200);
+  json slides = body_of(r);
+  ASSERT_EQ(slides.at("count"), 4);
+  int64_t patches = 0;
+  for (const auto& sl : slides.at("slides")) patches += sl.at("patches").get<int64_t>();
+  EXPECT_EQ(patches, info.at("rows").get<int64_t>());
+  EXPECT_EQ(slides.at("slides")[0].at("metadata").at("site"), "lung");
+  EXPECT_EQ(body_of(s.get("/api/v1/slides", {{"q", "P1"}})).at("count"), 2);
+  EXPECT_EQ(body_of(s.get("/api/v1/slides", {{"filter", "site = lung and age > 50"}})).at("count"), 1);
+  EXPECT_EQ(s.get("/api/v1/slides", {{"filter", "nosuch = 1"}}).status, 400);
+
+  const int64_t patch = some_patches().at(0);
+  r = s.post("/api/v1/search", json{{"patch_id", patch}, {"k", 7}}.dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  json result = body_of(r);
+  ASSERT_EQ(result.at("hits").size(), 7u);
+  EXPECT_EQ(result.at("hits")[0].at("patch_id"), patch);  // itself first
+  EXPECT_GT(result.at("hits")[0].at("footprint").get<double>(), 0);
+  EXPECT_TRUE(result.at("hits")[0].contains("site"));
+  const json at_point = body_of(s.post("/api/v1/search", json{{"slide_id", "c"}, {"x", 700}, {"y", 600}, {"k", 3}}.dump()));
+  EXPECT_EQ(at_point.at("query").at("slide_id"), "c");
+  EXPECT_EQ(at_point.at("hits").size(), 3u);
+  const json box = body_of(s.post("/api/v1/search", json{{"slide_id", "c"}, {"x", 700}, {"y", 600}, {"box", {400, 400, 600, 500}}}.dump()));
+  EXPECT_GT(box.at("query").at("patches").get<int>(), 1);
+  const std::vector<float> v(info.at("dimension").get<int>(), 0.5f);
+  EXPECT_EQ(s.post("/api/v1/search", json{{"vector", v}, {"k", 4}}.dump()).status, 200);
+
+  // Filters and exclusions narrow the hits.
+  result = body_of(s.post("/api/v1/search", json{{"patch_id", patch}, {"k", 20}, {"filter", "site = colon"}}.dump()));
+  ASSERT_EQ(result.at("hits").size(), 20u);
+  for (const auto& h : result.at("hits")) EXPECT_EQ(h.at("site"), "colon");
+  result = body_of(s.post("/api/v1/search", json{{"patch_id", patch}, {"k", 20}, {"exclude_same_patient", true}}.dump()));
+  const std::string own = body_of(s.post("/api/v1/search", json{{"patch_id", patch}, {"k", 1}}.dump())).at("hits")[0].at("patient_id");
+  for (const auto& h : result.at("hits")) EXPECT_NE(h.at("patient_id"), own);
+
+  r = s.get(fmt::format("/api/v1/patches/{}.jpeg", patch));
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.content_type, "image/jpeg");
+  EXPECT_EQ(static_cast<unsigned char>(r.body.at(0)), 0xFF);
+  r = s.get("/api/v1/slides/a.dzi");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_NE(r.body.find("Width=\"1400\" Height=\"1200\""), std::string::npos) << r.body;
+  for (const std::string tile : {"0/0_0", "11/0_0", "11/5_4", "9/1_1"}) {
+    r = s.get("/api/v1/slides/a_files/" + tile + ".jpeg");
+    EXPECT_EQ(r.status, 200) << tile << r.body;
+    EXPECT_EQ(r.content_type, "image/jpeg") << tile;
+  }
+  EXPECT_EQ(s.get("/api/v1/slides/a/thumbnail.jpeg").status, 200);
+  r = s.post("/api/v1/heatmap", json{{"target", "b"}, {"patch_id", patch}}.dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(body_of(r).at("patches").size(), slides.at("slides")[1].at("patches").get<size_t>());
+  r = s.get("/metrics");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_NE(r.body.find("tessera_serve_requests_total{route=\"search\",status=\"200\"}"), std::string::npos);
+  EXPECT_NE(r.body.find("tessera_serve_batch_size_count"), std::string::npos);
+  EXPECT_EQ(s.get("/").status, 200);
+}
+
+TEST(ServeE2E, BadRequestsGetA4xxAndTheServiceGoesOn) {
+  InProcess s;
+  const int64_t patch = some_patches().at(0);
+  const std::vector<std::tuple<std::string, std::string, std::string, int>> cases = {
+      {"POST", "/api/v1/search", "{\"patch_id\": ", 400},
+      {"POST", "/api/v1/search", json{{"patch_id", 99999999999}}.dump(), 404},
+      {"POST", "/api/v1/search", json{{"slide_id", "nosuch"}, {"x", 1}, {"y", 1}}.dump(), 404},
+      {"POST", "/api/v1/search", json{{"patch_id", patch}, {"k", 0}}.dump(), 400},
+      {"POST", "/api/v1/search", json{{"patch_id", patch}, {"k", 1000000000}}.dump(), 400},
+      {"POST", "/api/v1/search", json{{"patch_id", patch}, {"filter", std::string(1 << 20, 'x')}}.dump(), 400},
+      {"POST", "/api/v1/search", json{{"patch_id", patch}, {"filter", "site = "}}.dump(), 400},
+      {"POST", "/api/v1/search", json{{"patch_id", patch}, {"filter", "nosuch = 1"}}.dump(), 400},
+      {"POST", "/api/v1/search", json{{"vector", {1, 2, 3}}}.dump(), 400},
+      {"POST", "/api/v1/search", json{{"vector", {1, 2, 3}}, {"exclude_same_slide", true}}.dump(), 400},
+      {"POST", "/api/v1/search", json{{"image", "aGVsbG8="}}.dump(), serve::image_search_available() ? 400 : 501},
+      {"POST", "/api/v1/heatmap", json{{"target", "../../etc/passwd"}, {"patch_id", patch}}.dump(), 404},
+      {"POST", "/api/v1/heatmap", json{{"patch_id", patch}}.dump(), 400},
+      {"GET", "/api/v1/search", "", 405},
+      {"GET", "/api/v1/patches/../../etc/passwd.jpeg", "", 400},
+      {"GET", "/api/v1/patches/-1.jpeg", "", 400},
+      {"GET", "/api/v1/patches/99999.jpeg", "", 404},
+      {"GET", "/api/v1/slides/../../etc/passwd.dzi", "", 404},
+      {"GET", "/api/v1/slides/a_files/../../../etc/passwd", "", 404},
+      {"GET", "/api/v1/slides/a_files/12/0_0.jpeg", "", 404},
+      {"GET", "/api/v1/slides/a_files/11/99_0.jpeg", "", 404},
+      {"GET", "/api/v1/slides/a_files/x/0_0.jpeg", "", 400},
+      {"GET", "/api/v1/slides/nosuch/thumbnail.jpeg", "", 404},
+      {"GET", "/api/v1/nosuch", "", 404},
+      {"GET", "/../../etc/passwd", "", 404},
+      {"DELETE", "/api/v1/info", "", 405},
+  };
+  for (const auto& [method, path, body, status] : cases) {
+    const serve::Response r = s.request(method, path, body);
+    EXPECT_EQ(r.status, status) << method << " " << path << " " << body.substr(0, 80) << ": " << r.body;
+    const json e = body_of(r);
+    EXPECT_EQ(e.at("error").at("code"), status) << path;
+    EXPECT_FALSE(e.at("error").at("message").get<std::string>().empty()) << path;
+  }
+  // ... and it still answers.
+  EXPECT_EQ(s.post("/api/v1/search", json{{"patch_id", patch}, {"k", 3}}.dump()).status, 200);
+}
+
+TEST(ServeE2E, ATokenIsRequiredWhenGiven) {
+  const std::string token = "0123456789abcdef-token";
+  InProcess s(token);
+  EXPECT_EQ(s.get("/api/v1/info").status, 401);
+  EXPECT_EQ(s.get("/api/v1/info", {}, "Bearer wrong-token-0123456789").status, 401);
+  EXPECT_EQ(s.get("/api/v1/info", {}, "Bearer " + token + "x").status, 401);
+  EXPECT_EQ(s.get("/api/v1/info", {}, token).status, 401);
+  EXPECT_EQ(s.get("/api/v1/info", {}, "Bearer " + token).status, 200);
+  EXPECT_EQ(s.get("/healthz").status, 200);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The serve executable under mpirun, over loopback.
+
+// A running `mpirun -np R serve ...`, stopped (SIGTERM to rank 0) and waited for at the end.
+class Service {
+ public:
+  Service(int ranks, const std::string& index, const std::string& extra, const std::string& tag)
+      : registry_(Cohort::dir() / ("registry-" + tag)), log_(Cohort::dir() / ("serve-" + tag + ".log")) {
+    fs::remove_all(registry_);
+    const std::string command = mpirun(ranks) + kServe + " --index " + index + " --port 0 --threads 1 " +
+                                "--registry " + registry_.string() + " " + extra + " > " +
+                                log_.string() + " 2>&1";
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::setpgid(0, 0);
+      ::execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    const fs::path entry = registry_ / (fs::path(index).filename().string() + ".json");
+    for (int i = 0; i < 1200 && !fs::exists(entry); ++i) {
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        ADD_FAILURE() << "serve exited before listening:\n" << log();
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    const auto j = read_json_file(entry.string());
+    if (!j) {
+      ADD_FAILURE() << "serve did not register in " << entry << ":\n" << log();
+      return;
+    }
+    port_ = j->at("port").get<int>();
+    rank0_ = j->at("pid").get<int>();
+    entry_ = entry;
+    // Registered before the server thread accepts: wait for /healthz.
+    for (int i = 0; i < 600; ++i) {
+      httplib::Client c("127.0.0.1", port_);
+      if (auto r = c.Get("/healthz"); r && r->status == 200) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  ~Service() { stop(); }
+  int port() const { return port_; }
+  int rank0() const { return rank0_; }
+  bool running() const { return pid_ > 0 && port_ > 0; }
+  std::string log() const {
+    std::ifstream in(log_);
+    std::stringstream t;
+    t << in.rdbuf();
+    return t.str();
+  }
+  // Stops the service; returns mpirun's exit status.
+  int stop() {
+    if (pid_ <= 0) return -1;
+    if (rank0_ > 0) ::kill(rank0_, SIGTERM);
+    int status = 0;
+    for (int i = 0; i < 600; ++i) {
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        EXPECT_FALSE(fs::exists(entry_)) << "the registration outlived the service";
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    ::kill(-pid_, SIGKILL);
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+    ADD_FAILURE() << "serve did not stop on SIGTERM:\n" << log();
+    return -1;
+  }
+
+ private:
+  fs::path registry_, log_, entry_;
+  pid_t pid_ = -1;
+  int port_ = 0;
+  int rank0_ = 0;
+};
+
+json post(httplib::Client& c, const std::string& path, const json& body, int* status = nullptr) {
+  auto r = c.Post(path.c_str(), body.dump(), "application/json");
+  if (!r) {
+    ADD_FAILURE() << "no answer to " << path;
+    return {};
+  }
+  if (status) *status = r->status;
+  return json::parse(r->body);
+}
+
+TEST(ServeE2E, AnswersEqualQueryAtOneTwoAndThreeRanks) {
+  const std::vector<int64_t> patches = some_patches();
+  const std::vector<std::pair<std::string, json>> variants = {
+      {"", json::object()},
+      {"--filter \"site = lung\"", {{"filter", "site = lung"}}},
+      {"--exclude-same-patient", {{"exclude_same_patient", true}}},
+      {"--exclude-same-slide --filter \"age < 65\"", {{"exclude_same_slide", true}, {"filter", "age < 65"}}}};
+  std::vector<json> expected;
+  for (int64_t p : patches) {
+    for (const auto& [args, fields] : variants) {
+      expected.push_back(query_hits("flat", fmt::format("--patch {} -k 9 {}", p, args)));
+    }
+  }
+  for (int R = 1; R <= 3; ++R) {
+    Service service(R, Cohort::index("flat"), "", fmt::format("r{}", R));
+    ASSERT_TRUE(service.running());
+    httplib::Client c("127.0.0.1", service.port());
+    auto info = c.Get("/api/v1/info");
+    ASSERT_TRUE(info);
+    EXPECT_EQ(json::parse(info->body).at("ranks"), R);
+    size_t at = 0;
+    for (int64_t p : patches) {
+      for (const auto& [args, fields] : variants) {
+        json body = fields;
+        body["patch_id"] = p;
+        body["k"] = 9;
+        int status = 0;
+        const json r = post(c, "/api/v1/search", body, &status);
+        ASSERT_EQ(status, 200) << r.dump();
+        expect_same_hits(r.at("hits"), expected.at(at++), fmt::format("R={} patch {} {}", R, p, args));
+      }
+    }
+    // A point on a slide, as query --slide --x --y.
+    const json point = post(c, "/api/v1/search", {{"slide_id", "c"}, {"x", 900}, {"y", 500}, {"k", 6}});
+    expect_same_hits(point.at("hits"), query_hits("flat", "--slide c --x 900 --y 500 -k 6"), "point");
+    // Bad inputs over the wire.
+    int status = 0;
+    auto bad = c.Post("/api/v1/search", "{\"patch_id\": ", "application/json");
+    ASSERT_TRUE(bad);
+    EXPECT_EQ(bad->status, 400);
+    post(c, "/api/v1/search", {{"patch_id", patches[0]}, {"k", 0}}, &status);
+    EXPECT_EQ(status, 400);
+    auto evil = c.Get("/api/v1/slides/..%2F..%2Fetc%2Fpasswd.dzi");
+    ASSERT_TRUE(evil);
+    EXPECT_EQ(evil->status, 404);
+    auto big = c.Post("/api/v1/search", std::string(9 << 20, ' '), "application/json");
+    ASSERT_TRUE(big);
+    EXPECT_EQ(big->status, 413);
+    EXPECT_EQ(service.stop(), 0) << service.log();
+  }
+}
+
+int64_t rss_of(int pid) {
+  std::ifstream in(fmt::format("/proc/{}/statm", pid));
+  int64_t size = 0, resident = 0;
+  in >> size >> resident;
+  return resident * ::sysconf(_SC_PAGESIZE);
+}
+
+TEST(ServeE2E, TwentyThousandMixedRequestsOverSixteenConnections) {
+  Service service(1, Cohort::index("flat"), "--tile-cache-mb 64", "load");
+  ASSERT_TRUE(service.running());
+  const std::vector<int64_t> patches = some_patches();
+  std::vector<std::string> tiles;
+  for (const char* s : {"a", "b", "c", "d"}) {
+    for (const char* t : {"0/0_0", "8/0_0", "10/1_1", "11/2_3", "11/0_0"}) {
+      tiles.push_back(fmt::format("/api/v1/slides/{}_files/{}.jpeg", s, t));
+    }
+  }
+  std::atomic<int64_t> server_errors{0}, failures{0}, answered{0};
+  auto client = [&](int c, int requests) {
+    std::mt19937 rng(1000 + c);
+    httplib::Client cli("127.0.0.1", service.port());
+    cli.set_keep_alive(true);
+    for (int i = 0; i < requests; ++i) {
+      const int kind = static_cast<int>(rng() % 10);
+      const int64_t p = patches[rng() % patches.size()];
+      httplib::Result r;
+      switch (kind) {
+        case 0: case 1: case 2:
+          r = cli.Post("/api/v1/search", json{{"patch_id", p}, {"k", 1 + rng() % 20}}.dump(), "application/json");
+          break;
+        case 3:
+          r = cli.Post("/api/v1/search", json{{"patch_id", p}, {"k", 10}, {"filter", rng() % 2 ? "site = lung" : "age > 50"}, {"exclude_same_patient", true}}.dump(), "application/json");
+          break;
+        case 4: r = cli.Get(tiles[rng() % tiles.size()].c_str()); break;
+        case 5: r = cli.Get(fmt::format("/api/v1/patches/{}.jpeg", p).c_str()); break;
+        case 6: r = cli.Get("/api/v1/slides"); break;
+        case 7: r = cli.Get("/api/v1/info"); break;
+        case 8: r = cli.Post("/api/v1/search", "{\"k\": -1, \"patch_id\": ", "application/json"); break;
+        default: r = cli.Get("/api/v1/slides/nosuch.dzi"); break;
+      }
+      if (!r) {
+        ++failures;
+        continue;
+      }
+      ++answered;
+      if (r->status >= 500) ++server_errors;
+    }
+  };
+  auto round = [&](int total) {
+    std::vector<std::thread> threads;
+    for (int c = 0; c < 16; ++c) threads.emplace_back(client, c, total / 16);
+    for (auto& t : threads) t.join();
+  };
+  round(4000);  // warm-up: caches and allocator arenas reach their size
+  const int64_t before = rss_of(service.rank0());
+  round(20000);
+  const int64_t after = rss_of(service.rank0());
+  EXPECT_EQ(server_errors, 0);
+  EXPECT_EQ(failures, 0);
+  EXPECT_EQ(answered, 24000);
+  EXPECT_LE(after, before * 105 / 100) << "RSS " << before << " -> " << after << " bytes";
+  httplib::Client c("127.0.0.1", service.port());
+  auto metrics = c.Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_NE(metrics->body.find("tessera_serve_batch_size_count"), std::string::npos);
+  EXPECT_EQ(service.stop(), 0) << service.log();
+}
+
+TEST(ServeE2E, AnAppendedGenerationIsSwappedInWithoutFailingRequests) {
+  Service service(2, Cohort::index("grown"), "--poll 0", "grown");
+  ASSERT_TRUE(service.running());
+  httplib::Client c("127.0.0.1", service.port());
+  const int64_t rows0 = json::parse(c.Get("/api/v1/info")->body).at("rows");
+  const int64_t patch = some_patches().at(0);
+  std::atomic<bool> done{false};
+  std::atomic<int64_t> ok{0}, bad{0};
+  std::thread load([&] {
+    httplib::Client cli("127.0.0.1", service.port());
+    while (!done) {
+      auto r = cli.Post("/api/v1/search", json{{"patch_id", patch}, {"k", 5}}.dump(), "application/json");
+      (r && r->status == 200 ? ok : bad)++;
+    }
+  });
+  std::string log;
+  ASSERT_EQ(run_command(mpirun(2) + kIngest + " --run " + Cohort::run() +
+                            " --tag vit-tiny --name grown --threads 1 --shards 3 --normalize --append",
+                        &log), 0) << log;
+  ::kill(service.rank0(), SIGHUP);
+  int64_t rows1 = rows0;
+  for (int i = 0; i < 600 && rows1 == rows0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    rows1 = json::parse(c.Get("/api/v1/info")->body).at("rows");
+  }
+  done = true;
+  load.join();
+  const json flat = json::parse(c.Get("/api/v1/info")->body);
+  EXPECT_GT(rows1, rows0);
+  EXPECT_EQ(flat.at("service_generation"), 1);
+  EXPECT_EQ(bad, 0);
+  EXPECT_GT(ok, 0);
+  // The grown index now answers as the one ingested whole.
+  const json r = post(c, "/api/v1/search", {{"patch_id", patch}, {"k", 9}});
+  expect_same_hits(r.at("hits"), query_hits("flat", fmt::format("--patch {} -k 9", patch)), "after the swap");
+  EXPECT_EQ(service.stop(), 0) << service.log();
+}
+
+TEST(ServeE2E, ANonLoopbackBindNeedsItsToken) {
+  std::string log;
+  EXPECT_EQ(run_command(kServe + " --index " + Cohort::index("flat") + " --bind 0.0.0.0", &log), 2) << log;
+  EXPECT_NE(log.find("--token-file"), std::string::npos) << log;
+  const std::string token_file = (Cohort::dir() / "token").string();
+  write_text(token_file, "s3cret-0123456789abcdef\n");
+  Service service(1, Cohort::index("flat"), "--bind 0.0.0.0 --token-file " + token_file, "token");
+  ASSERT_TRUE(service.running());
+  httplib::Client c("127.0.0.1", service.port());
+  EXPECT_EQ(c.Get("/api/v1/info")->status, 401);
+  EXPECT_EQ(c.Get("/api/v1/info", {{"Authorization", "Bearer wrong"}})->status, 401);
+  EXPECT_EQ(c.Get("/api/v1/info", {{"Authorization", "Bearer s3cret-0123456789abcdef"}})->status, 200);
+  EXPECT_EQ(c.Get("/healthz")->status, 200);
+  EXPECT_EQ(service.stop(), 0) << service.log();
+}
+
+TEST(ServeE2E, ThePageInHeadlessChromium) {
+  Service service(1, Cohort::index("flat"), "", "browser");
+  ASSERT_TRUE(service.running());
+  const std::string shot = std::string(TESSERA_BROWSER_ARTIFACTS) + "/serve-page.png";
+  std::string log;
+  const int code = run_command(fmt::format("{} http://127.0.0.1:{}/ {} {}", TESSERA_BROWSER_TEST,
+                                           service.port(), TESSERA_CHROMIUM, shot), &log);
+  EXPECT_EQ(code, 0) << log;
+  EXPECT_TRUE(fs::exists(shot)) << shot;
+  EXPECT_EQ(service.stop(), 0) << service.log();
+}
+
+}  // namespace
+}  // namespace tessera::e2e
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  ::testing::AddGlobalTestEnvironment(new tessera::e2e::Cohort);
+  return RUN_ALL_TESTS();
+}
