@@ -476,21 +476,20 @@ TEST(ServeE2E, TwentyThousandMixedRequestsOverSixteenConnections) {
     for (int i = 0; i < requests; ++i) {
       const int kind = static_cast<int>(rng() % 10);
       const int64_t p = patches[rng() % patches.size()];
-      httplib::Result r;
-      switch (kind) {
-        case 0: case 1: case 2:
-          r = cli.Post("/api/v1/search", json{{"patch_id", p}, {"k", 1 + rng() % 20}}.dump(), "application/json");
-          break;
-        case 3:
-          r = cli.Post("/api/v1/search", json{{"patch_id", p}, {"k", 10}, {"filter", rng() % 2 ? "site = lung" : "age > 50"}, {"exclude_same_patient", true}}.dump(), "application/json");
-          break;
-        case 4: r = cli.Get(tiles[rng() % tiles.size()].c_str()); break;
-        case 5: r = cli.Get(fmt::format("/api/v1/patches/{}.jpeg", p).c_str()); break;
-        case 6: r = cli.Get("/api/v1/slides"); break;
-        case 7: r = cli.Get("/api/v1/info"); break;
-        case 8: r = cli.Post("/api/v1/search", "{\"k\": -1, \"patch_id\": ", "application/json"); break;
-        default: r = cli.Get("/api/v1/slides/nosuch.dzi"); break;
-      }
+      auto r = [&]() -> httplib::Result {
+        switch (kind) {
+          case 0: case 1: case 2:
+            return cli.Post("/api/v1/search", json{{"patch_id", p}, {"k", 1 + rng() % 20}}.dump(), "application/json");
+          case 3:
+            return cli.Post("/api/v1/search", json{{"patch_id", p}, {"k", 10}, {"filter", rng() % 2 ? "site = lung" : "age > 50"}, {"exclude_same_patient", true}}.dump(), "application/json");
+          case 4: return cli.Get(tiles[rng() % tiles.size()].c_str());
+          case 5: return cli.Get(fmt::format("/api/v1/patches/{}.jpeg", p).c_str());
+          case 6: return cli.Get("/api/v1/slides");
+          case 7: return cli.Get("/api/v1/info");
+          case 8: return cli.Post("/api/v1/search", "{\"k\": -1, \"patch_id\": ", "application/json");
+          default: return cli.Get("/api/v1/slides/nosuch.dzi");
+        }
+      }();
       if (!r) {
         ++failures;
         continue;
