@@ -194,7 +194,7 @@ function renderHits() {
       .map((k) => `${k}: ${h[k]}`).join(' · ');
     div.title = `patch ${h.patch_id} · ${h.slide_id} at (${h.x}, ${h.y}) · tissue ${h.tissue.toFixed(2)}`;
     div.innerHTML = `<img alt="patch ${h.patch_id}" loading="lazy" src="${api}/patches/${h.patch_id}.jpeg">
-      <div class="cap"><span class="score">${h.score.toFixed(3)}</span> <span class="muted">#${h.rank}</span>
+      <div class="cap"><span class="score">${h.score.toFixed(4)}</span> <span class="muted">#${h.rank}</span>
       <div class="sub">${esc(h.slide_id)} · ${esc(h.patient_id)}</div><div class="sub">${esc(extra)}</div></div>`;
     div.addEventListener('click', () => openSlide(h.slide_id, { x: h.x, y: h.y, size: h.footprint }));
     grid.appendChild(div);
