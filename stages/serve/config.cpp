@@ -43,8 +43,8 @@ OptionTable option_table() {
       ("port", kRunControl, po::value<int>()->default_value(8470), "TCP port (0: any free one)")
       ("token-file", kRunControl, po::value<std::string>()->default_value(""),
        "file holding the bearer token every request must carry (Authorization: Bearer T)")
-      ("http-threads", kRunControl, po::value<int>()->default_value(16),
-       "requests handled at once by rank 0")
+      ("http-threads", kRunControl, po::value<int>()->default_value(64),
+       "connections served at once by rank 0 (each open connection holds one)")
       ("tick-ms", kRunControl, po::value<double>()->default_value(2),
        "milliseconds rank 0 gathers concurrent searches into one collective round")
       ("tile-cache-mb", kRunControl, po::value<int>()->default_value(256),

@@ -473,6 +473,7 @@ TEST(ServeE2E, TwentyThousandMixedRequestsOverSixteenConnections) {
     std::mt19937 rng(1000 + c);
     httplib::Client cli("127.0.0.1", service.port());
     cli.set_keep_alive(true);
+    cli.set_tcp_nodelay(true);
     for (int i = 0; i < requests; ++i) {
       const int kind = static_cast<int>(rng() % 10);
       const int64_t p = patches[rng() % patches.size()];
