@@ -445,3 +445,27 @@ TEST_F(StatusTest, PathsWithSpacesAreQuotedInCommands) {
 
 }  // namespace
 }  // namespace tessera::status
+
+namespace tessera::status {
+namespace {
+
+TEST_F(StatusTest, RunningServicesAreListedAndStaleRegistrationsIgnored) {
+  complete("patchgen", "patchgen", 1, {{"patches", 5}});
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  // This process stands for a running service; a pid that cannot exist for one that was killed.
+  write(dir("serve/uni.json"), nlohmann::json{{"index", dir("ingest/uni")}, {"host", host},
+                                              {"port", 8470}, {"url", "http://127.0.0.1:8470/"},
+                                              {"pid", ::getpid()}, {"ranks", 2}}.dump());
+  write(dir("serve/old.json"), nlohmann::json{{"index", "x"}, {"host", host}, {"port", 1},
+                                              {"pid", 2147483647}}.dump());
+  const RunStatus s = scan();
+  ASSERT_EQ(s.services.size(), 1u);
+  EXPECT_EQ(s.services[0].at("port"), 8470);
+  EXPECT_NE(format_table(s).find("serving:\n  " + dir("ingest/uni") + " at http://127.0.0.1:8470/"),
+            std::string::npos) << format_table(s);
+  EXPECT_EQ(to_json(s).at("services").size(), 1u);
+}
+
+}  // namespace
+}  // namespace tessera::status

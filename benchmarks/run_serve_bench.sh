@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Runs serve_bench (docs/performance.md, "serve"): the service against in-process search on an
+# index (default: the 1M x 384 IVF1024,Flat index of 4 shards that ingest_bench generates with
+# --keep), and DeepZoom tiles from a small run of two synthetic tiled JPEG slides (made here once
+# with launchers/chain.sh and the vit-tiny model). Writes bench-out/serve/serve_bench.json.
+#
+#   benchmarks/run_serve_bench.sh [BUILD_DIR] [INDEX] [extra serve_bench options...]
+#
+# The 1M index:  build/benchmarks/ingest_bench --sizes 384:1000000 --indexes "IVF1024,Flat" \
+#                  --shards 4 --ranks 1 --skip-query --keep --scratch bench-out/serve/gen
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${1:-$root/build}"
+index="${2:-}"
+shift 2 || shift $# || true
+out="${BENCH_OUT:-$root/bench-out}/serve"
+mkdir -p "$out/tiles"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+if [[ -z "$index" ]]; then
+  index="$(dirname "$(find "$out/gen" -name catalog.json -path '*IVF1024*' | head -1)")"
+fi
+[[ -f "$index/catalog.json" ]] || { echo "error: no index at '$index' (see the header of $0)" >&2; exit 2; }
+
+tiles="$out/tiles"
+if [[ ! -f "$tiles/run/ingest/vit-tiny/catalog.json" ]]; then
+  {
+    echo "slide_id,path,patient_id"
+    for i in 1 2; do
+      [[ -f "$tiles/s$i.tif" ]] || "$build/tests/synthslide/synthslide" --out "$tiles/s$i.tif" \
+        --width 12000 --height 9000 --seed "$i" --tile-size 256 >&2
+      echo "s$i,s$i.tif,p$i"
+    done
+  } > "$tiles/manifest.csv"
+  "$root/launchers/chain.sh" --build "$build" --run "$tiles/run" --manifest "$tiles/manifest.csv" \
+    --model vit-tiny --ranks 2 --threads 1 --embed-args "--batch-size 32"
+fi
+"$build/benchmarks/serve_bench" --index "$index" --tile-index "$tiles/run/ingest/vit-tiny" \
+  --scratch "$out" --out "$out/serve_bench.json" "$@"
