@@ -187,6 +187,7 @@ Options options_from(const po::variables_map& v, const char* argv0) {
   o.flat_reps = v["flat-reps"].as<int>();
   o.slow_reps = v["slow-reps"].as<int>();
   o.skip_query = v["skip-query"].as<bool>();
+  o.keep = v["keep"].as<bool>();
   o.query_indexes = split_list<std::string>(v["query-indexes"].as<std::string>(), ';');
   o.query_shards = split_list<int>(v["query-shards"].as<std::string>(), ',');
   o.queries = v["queries"].as<int>();

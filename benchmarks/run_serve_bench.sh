@@ -27,7 +27,7 @@ if [[ ! -f "$tiles/run/ingest/vit-tiny/catalog.json" ]]; then
     echo "slide_id,path,patient_id"
     for i in 1 2; do
       [[ -f "$tiles/s$i.tif" ]] || "$build/tests/synthslide/synthslide" --out "$tiles/s$i.tif" \
-        --width 12000 --height 9000 --seed "$i" --tile-size 256 >&2
+        --width 8000 --height 6000 --seed "$i" --tile-size 256 >&2
       echo "s$i,s$i.tif,p$i"
     done
   } > "$tiles/manifest.csv"

@@ -45,8 +45,9 @@ OptionTable option_table() {
        "file holding the bearer token every request must carry (Authorization: Bearer T)")
       ("http-threads", kRunControl, po::value<int>()->default_value(64),
        "connections served at once by rank 0 (each open connection holds one)")
-      ("tick-ms", kRunControl, po::value<double>()->default_value(2),
-       "milliseconds rank 0 gathers concurrent searches into one collective round")
+      ("tick-ms", kRunControl, po::value<double>()->default_value(0),
+       "milliseconds rank 0 waits for more searches after the first before a round (0: none; "
+       "searches that arrive while a round runs form the next one)")
       ("tile-cache-mb", kRunControl, po::value<int>()->default_value(256),
        "encoded DeepZoom tiles kept in memory (MiB)")
       ("web-dir", kRunControl, po::value<std::string>()->default_value(""),

@@ -25,7 +25,7 @@ struct Config {
   int port = 8470;                   // 0: any free port (printed and registered)
   std::string token_file;            // bearer token; required for a non-loopback bind
   int http_threads = 64;             // connections served at once (each holds a thread)
-  double tick_ms = 2;                // how long rank 0 gathers searches into one round
+  double tick_ms = 0;                // how long rank 0 waits for more searches before a round
   double poll_s = 10;                // catalog.json checked for a new generation (0: SIGHUP only)
   size_t tile_cache_bytes = size_t{256} << 20;  // encoded DeepZoom tiles kept
   int threads = 0;                   // search threads per rank (0: the CPU affinity's cores)
