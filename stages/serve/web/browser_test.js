@@ -31,11 +31,14 @@ function check(ok, what) {
   try {
     const page = await browser.newPage();
     await page.setViewport({ width: 1600, height: 1000 });
+    // Guards against a hang only (a loaded machine may take long): every step waits for a state.
+    page.setDefaultTimeout(300000);
+    page.setDefaultNavigationTimeout(300000);
     page.on('console', (m) => { if (m.type() === 'error') problems.push('console: ' + m.text()); });
     page.on('pageerror', (e) => problems.push('page error: ' + e.message));
     page.on('response', (r) => { if (r.status() >= 400) problems.push(`HTTP ${r.status()} ${r.url()}`); });
 
-    await page.goto(url, { waitUntil: 'networkidle0' });
+    await page.goto(url, { waitUntil: 'load' });
     await page.waitForFunction(() => document.querySelectorAll('#slide-list li').length >= 4);
     check(true, 'the cohort list shows the slides');
     await page.waitForFunction(() => document.querySelectorAll('#slide-list img').length >= 4 &&
