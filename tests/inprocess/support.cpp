@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "common/core/error.h"
+#include "common/h5/h5.h"
 #include "tests/synthslide/synthslide.h"
 
 namespace tessera::inprocess {
@@ -76,6 +77,42 @@ std::string file_bytes(const std::string& path) {
   std::ostringstream bytes;
   bytes << in.rdbuf();
   return bytes.str();
+}
+
+namespace {
+
+void complement(const std::string& path, std::streamoff at, size_t n) {
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  if (!f) fail<IoError>("cannot open '{}' to damage it", path);
+  std::string bytes(n, '\0');
+  f.seekg(at);
+  f.read(bytes.data(), static_cast<std::streamsize>(n));
+  for (char& c : bytes) c = static_cast<char>(~c);
+  f.seekp(at);
+  f.write(bytes.data(), static_cast<std::streamsize>(n));
+  if (!f) fail<IoError>("cannot damage '{}'", path);
+}
+
+}  // namespace
+
+void damage_last_chunk(const std::string& path, const std::string& dataset) {
+  haddr_t address = HADDR_UNDEF;
+  {
+    const h5::File file = h5::File::open(path, h5::Mode::kRead);
+    const h5::Dataset d = file.open_dataset(dataset);
+    const hid_t space = H5Dget_space(d.id());
+    hsize_t chunks = 0;
+    const herr_t rc = H5Dget_num_chunks(d.id(), space, &chunks);
+    if (rc >= 0 && chunks > 0) {
+      hsize_t size = 0;
+      unsigned mask = 0;
+      std::vector<hsize_t> offset(d.dims().size());
+      H5Dget_chunk_info(d.id(), space, chunks - 1, offset.data(), &mask, &address, &size);
+    }
+    H5Sclose(space);
+  }
+  if (address == HADDR_UNDEF) fail<IoError>("'{}' has no stored chunk of '{}'", path, dataset);
+  complement(path, static_cast<std::streamoff>(address), 16);
 }
 
 void damage_middle(const std::string& path, size_t n) {

@@ -104,4 +104,8 @@ std::string file_bytes(const std::string& path);
 // Overwrites `n` bytes in the middle of `path` with their complement (keeps its size and ends).
 void damage_middle(const std::string& path, size_t n);
 
+// Complements the first 16 bytes of the last stored chunk of the chunked HDF5 dataset `dataset` in
+// `path`, so that reading its rows fails its checksum while the file keeps its size and ends.
+void damage_last_chunk(const std::string& path, const std::string& dataset);
+
 }  // namespace tessera::inprocess

@@ -1,0 +1,119 @@
+// ingest::run at R = 1..4 ranks as threads over one embed output: byte-identical shards whatever
+// R (a rank without shards included), and failures that end every rank alike.
+#include <gtest/gtest.h>
+
+#include "common/core/error.h"
+#include "common/core/fs.h"
+#include "common/store/embeddings.h"
+#include "tests/inprocess/pipeline.h"
+#include "tests/inprocess/support.h"
+
+namespace tessera::inprocess {
+namespace {
+
+class IngestRun : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new ScratchDir("inprocess_ingest");
+    make_upstream(dir_->path().string(), run_dir(), false);
+  }
+  static void TearDownTestSuite() {
+    delete dir_;
+    dir_ = nullptr;
+  }
+  static std::string run_dir() { return *dir_ / "run"; }
+  static std::string generation(const std::string& run, const std::string& name) {
+    return run + "/ingest/" + name + "/gen-00000";
+  }
+  // A copy of the patchgen and embed runs, to damage.
+  static std::string copy_of_run(const std::string& name) {
+    const std::string copy = *dir_ / name;
+    fs::create_directories(copy);
+    for (const char* stage : {"patchgen", "embed"}) {
+      fs::copy(run_dir() + "/" + stage, copy + "/" + stage, fs::copy_options::recursive);
+    }
+    return copy;
+  }
+
+  static ScratchDir* dir_;
+};
+
+ScratchDir* IngestRun::dir_ = nullptr;
+
+TEST_F(IngestRun, ShardFilesAreByteIdenticalWhateverTheRanks) {
+  struct Case {
+    std::string index, assign;
+    int max_ranks;
+  };
+  for (const Case& c : {Case{"Flat", "by-slide", 4}, Case{"Flat", "cyclic", 3},
+                        Case{"IVF2,Flat", "by-slide", 3}}) {
+    std::vector<std::string> first;  // bytes of every shard file at R = 1
+    for (int ranks = 1; ranks <= c.max_ranks; ++ranks) {
+      const std::string name =
+          fmt::format("{}-{}-r{}", c.index == "Flat" ? "flat" : "ivf", c.assign, ranks);
+      const auto outcomes = run_stage_ranks(
+          ranks, ingest::run,
+          ingest_config(run_dir(), name,
+                        {"--shards", "3", "--index", c.index, "--assign", c.assign}));
+      ASSERT_EQ(exit_codes(outcomes), std::vector<int>(ranks, 0)) << describe(outcomes);
+      std::vector<std::string> files;
+      for (int k = 0; k < 3; ++k) {
+        const std::string shard = generation(run_dir(), name) + fmt::format("/shards/shard-{:05d}", k);
+        files.push_back(file_bytes(shard + "/index.faiss"));
+        files.push_back(file_bytes(shard + "/meta.h5"));
+      }
+      if (c.index != "Flat") files.push_back(file_bytes(generation(run_dir(), name) + "/trained.faiss"));
+      for (const auto& f : files) EXPECT_FALSE(f.empty()) << name;
+      if (ranks == 1) {
+        first = files;
+      } else {
+        for (size_t i = 0; i < files.size(); ++i) {
+          EXPECT_TRUE(files[i] == first[i]) << name << ": file " << i << " differs from R = 1";
+        }
+      }
+    }
+  }
+}
+
+// A truncated embed shard is found by every rank's check of its input: each throws the same
+// IoError itself and nothing is ingested.
+TEST_F(IngestRun, ATruncatedInputFailsEveryRankWithTheSameIoError) {
+  const std::string run = copy_of_run("truncated");
+  const std::string shard = run + "/embed/vit-tiny/shards/rank-00000.h5";
+  fs::resize_file(shard, fs::file_size(shard) - 100);
+  for (int ranks = 1; ranks <= 3; ++ranks) {
+    const auto outcomes =
+        run_stage_ranks(ranks, ingest::run, ingest_config(run, "t", {"--shards", "3"}));
+    expect_job_failed<IoError>(outcomes, kExitError, "is damaged or incomplete");
+    for (const auto& o : outcomes) EXPECT_FALSE(threw<CommAborted>(o)) << describe(outcomes);
+  }
+  EXPECT_FALSE(path_exists(generation(run, "t") + "/_SUCCESS"));
+}
+
+// Damage inside the embeddings passes the cheap check; the rank that reads those rows fails on
+// their checksums, the others are released with its exit code, and no catalog is written.
+TEST_F(IngestRun, DamagedEmbeddingsFailTheRankReadingThemAndEndTheOthers) {
+  const std::string run = copy_of_run("damaged");
+  damage_last_chunk(run + "/embed/vit-tiny/shards/rank-00000.h5", embedding_names::kEmbeddings);
+  for (int ranks = 1; ranks <= 3; ++ranks) {
+    const std::string name = fmt::format("r{}", ranks);
+    const auto outcomes =
+        run_stage_ranks(ranks, ingest::run, ingest_config(run, name, {"--shards", "3"}));
+    expect_job_failed<IoError>(outcomes, kExitError, "rank-00000.h5");
+    EXPECT_FALSE(path_exists(run + "/ingest/" + name + "/catalog.json"));
+  }
+}
+
+// Rank 0 decides for all: a missing embed output is the same InvalidInput on every rank.
+TEST_F(IngestRun, AMissingEmbedOutputIsBadInputOnEveryRank) {
+  for (int ranks = 1; ranks <= 3; ++ranks) {
+    ingest::Config c = ingest_config(run_dir(), "missing");
+    c.tag = "no-such-model";
+    const auto outcomes = run_stage_ranks(ranks, ingest::run, c);
+    expect_job_failed<InvalidInput>(outcomes, kExitBadInput, "no-such-model");
+    for (const auto& o : outcomes) EXPECT_FALSE(threw<CommAborted>(o)) << describe(outcomes);
+  }
+}
+
+}  // namespace
+}  // namespace tessera::inprocess
