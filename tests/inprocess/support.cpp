@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -20,6 +21,8 @@ ScratchDir::ScratchDir(const std::string& name)
 }
 
 ScratchDir::~ScratchDir() {
+  const char* keep = std::getenv("TESSERA_KEEP_TEST_DIRS");
+  if (keep != nullptr && *keep != '\0') return;
   if (!::testing::UnitTest::GetInstance()->Failed()) {
     std::error_code ec;
     fs::remove_all(path_, ec);

@@ -21,7 +21,8 @@ namespace tessera::inprocess {
 
 namespace fs = std::filesystem;
 
-// A fresh directory for one test or suite, removed at the end unless a test failed.
+// A fresh directory for one test or suite (the temporary directory's tessera_<name>_<pid>),
+// removed at the end unless a test failed or TESSERA_KEEP_TEST_DIRS is set and not empty.
 class ScratchDir {
  public:
   explicit ScratchDir(const std::string& name);
