@@ -39,7 +39,9 @@ void init_logging(int rank, int size, const std::string& level) {
     fail<InvalidInput>("invalid --log-level '{}': expected trace, debug, info, warn, error, "
                        "critical or off", level);
   }
-  auto logger = spdlog::stderr_logger_mt("tessera-" + std::to_string(rank));
+  const std::string name = "tessera-" + std::to_string(rank);
+  spdlog::drop(name);  // a second call reconfigures instead of failing on the name
+  auto logger = spdlog::stderr_logger_mt(name);
   spdlog::set_default_logger(logger);
   auto formatter = std::make_unique<spdlog::pattern_formatter>();
   formatter->add_flag<RankFlag>('*', rank_tag(rank, size))

@@ -52,6 +52,7 @@ class EmbedRun : public ::testing::Test {
  protected:
   // One patchgen run, made once for the suite.
   static void SetUpTestSuite() {
+    log_with_rank_tags();
     dir_ = new ScratchDir("inprocess_embed");
     const std::string manifest = write_cohort(dir_->path().string());
     const patchgen::Config config = stage_config(

@@ -14,6 +14,7 @@ namespace {
 class IngestRun : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
+    log_with_rank_tags();
     dir_ = new ScratchDir("inprocess_ingest");
     make_upstream(dir_->path().string(), run_dir(), false);
   }

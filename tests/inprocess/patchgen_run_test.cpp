@@ -18,6 +18,7 @@ namespace {
 class PatchgenRun : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
+    log_with_rank_tags();
     dir_ = new ScratchDir("inprocess_patchgen");
     manifest_ = write_cohort(dir_->path().string());
   }

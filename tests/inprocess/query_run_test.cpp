@@ -20,6 +20,7 @@ using Hits = std::vector<std::vector<std::pair<int64_t, float>>>;
 class QueryRun : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
+    log_with_rank_tags();
     dir_ = new ScratchDir("inprocess_query");
     make_upstream(dir_->path().string(), run_dir(), true);
   }

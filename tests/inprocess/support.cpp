@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "common/core/error.h"
+#include "common/core/log.h"
 #include "common/h5/h5.h"
 #include "tests/synthslide/synthslide.h"
 
@@ -28,6 +29,8 @@ ScratchDir::~ScratchDir() {
     fs::remove_all(path_, ec);
   }
 }
+
+void log_with_rank_tags(const std::string& level) { init_logging(0, 1, level); }
 
 std::string write_cohort(const std::string& dir) {
   for (int i = 0; i < 3; ++i) {

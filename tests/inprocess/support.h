@@ -36,6 +36,10 @@ class ScratchDir {
   fs::path path_;
 };
 
+// Logs at `level` with the "[rank r/R]" tag of init_logging, each rank thread of run_ranks with its
+// own rank (tests' default logger has no rank tag).
+void log_with_rank_tags(const std::string& level = "warn");
+
 // Writes three small generated slides (s0.tif .. s2.tif: two patients, two sites) and their
 // manifest m.csv (slide_id,path,patient_id,site) into `dir`; returns the manifest's path.
 std::string write_cohort(const std::string& dir);
