@@ -93,6 +93,26 @@ TEST_F(QueryRun, HitsDoNotDependOnTheNumberOfRanks) {
   }
 }
 
+// Rank 0 alone looks the patches up and draws the mosaic: the same image whatever R.
+TEST_F(QueryRun, TheMosaicDoesNotDependOnTheNumberOfRanks) {
+  const std::string patch = std::to_string(some_patches()[1]);
+  std::string first;
+  for (int ranks = 1; ranks <= 3; ++ranks) {
+    const std::string mosaic = *dir_ / fmt::format("mosaic-r{}.png", ranks);
+    const auto outcomes = run_stage_ranks(
+        ranks, query::run,
+        config(*dir_ / "mosaic.json", {"--patch", patch, "-k", "4", "--mosaic", mosaic}));
+    ASSERT_EQ(exit_codes(outcomes), std::vector<int>(ranks, 0)) << describe(outcomes);
+    const std::string png = file_bytes(mosaic);
+    ASSERT_GT(png.size(), 1000u) << ranks << " ranks";
+    if (ranks == 1) {
+      first = png;
+    } else {
+      EXPECT_TRUE(png == first) << "the mosaic at " << ranks << " ranks differs from R = 1";
+    }
+  }
+}
+
 // Rank 0 resolves the queries for all: an unknown patch is the same InvalidInput on every rank.
 TEST_F(QueryRun, AnUnknownPatchIsBadInputOnEveryRank) {
   for (int ranks = 1; ranks <= 3; ++ranks) {
