@@ -76,6 +76,63 @@ TEST_F(IngestRun, ShardFilesAreByteIdenticalWhateverTheRanks) {
   }
 }
 
+// Two cohort parts: part 0 ingested, then part 1 appended as generation 1, at R = 1, 2, 3; each
+// generation's shard files are the same bytes whatever R.
+TEST_F(IngestRun, AnAppendedGenerationIsByteIdenticalWhateverTheRanks) {
+  const std::string run = *dir_ / "parts";
+  SerialComm serial;
+  for (int part = 0; part < 2; ++part) {
+    const std::string p = std::to_string(part);
+    const patchgen::Config pg = stage_config(
+        patchgen::option_table(),
+        {"--manifest", *dir_ / "m.csv", "--out", run, "--patch-size", "64", "--file-locking",
+         "false", "--reader-threads", "1", "--qc", "false", "--part", p, "--parts", "2"},
+        patchgen::config_from);
+    ASSERT_EQ(patchgen::run(pg, serial), 0);
+    const embed::Config e = stage_config(
+        embed::option_table(),
+        {"--run", run, "--model", "vit-tiny", "--batch-size", "8", "--torch-threads", "1",
+         "--file-locking", "false", "--part", p, "--parts", "2"},
+        embed::config_from);
+    ASSERT_EQ(embed::run(e, serial), 0);
+  }
+  std::vector<std::string> first;
+  for (int ranks = 1; ranks <= 3; ++ranks) {
+    const std::string name = fmt::format("append-r{}", ranks);
+    auto outcomes = run_stage_ranks(
+        ranks, ingest::run, ingest_config(run, name, {"--shards", "2", "--embed-parts", "0"}));
+    ASSERT_EQ(exit_codes(outcomes), std::vector<int>(ranks, 0)) << describe(outcomes);
+    outcomes = run_stage_ranks(ranks, ingest::run,
+                               ingest_config(run, name, {"--shards", "2", "--append"}));
+    ASSERT_EQ(exit_codes(outcomes), std::vector<int>(ranks, 0)) << describe(outcomes);
+    const auto catalog = read_json_file(run + "/ingest/" + name + "/catalog.json");
+    ASSERT_TRUE(catalog.has_value());
+    ASSERT_EQ(catalog->at("generations").size(), 2u);
+    std::vector<std::string> files;
+    for (const char* gen : {"gen-00000", "gen-00001"}) {
+      for (int k = 0; k < 2; ++k) {
+        const std::string shard = run + "/ingest/" + name + "/" + gen + fmt::format("/shards/shard-{:05d}", k);
+        files.push_back(file_bytes(shard + "/index.faiss"));
+        files.push_back(file_bytes(shard + "/meta.h5"));
+      }
+    }
+    for (const auto& f : files) EXPECT_FALSE(f.empty()) << name;
+    if (ranks == 1) {
+      first = files;
+    } else {
+      for (size_t i = 0; i < files.size(); ++i) {
+        EXPECT_TRUE(files[i] == first[i]) << name << ": file " << i << " differs from R = 1";
+      }
+    }
+    // Nothing left to append: every rank returns 0 and the catalog is unchanged.
+    const std::string before = file_bytes(run + "/ingest/" + name + "/catalog.json");
+    outcomes = run_stage_ranks(ranks, ingest::run,
+                               ingest_config(run, name, {"--shards", "2", "--append"}));
+    EXPECT_EQ(exit_codes(outcomes), std::vector<int>(ranks, 0)) << describe(outcomes);
+    EXPECT_EQ(file_bytes(run + "/ingest/" + name + "/catalog.json"), before);
+  }
+}
+
 // A truncated embed shard is found by every rank's check of its input: each throws the same
 // IoError itself and nothing is ingested.
 TEST_F(IngestRun, ATruncatedInputFailsEveryRankWithTheSameIoError) {
