@@ -4,14 +4,16 @@
 #include <system_error>
 
 #include "common/core/fs.h"
+#include "common/stage/layout.h"
 
 namespace tessera::serve {
 
 namespace fs = std::filesystem;
 
 std::string default_registry_dir(const std::string& index_dir) {
+  // RUN/ingest/<name> -> RUN (RunLayout::stage_root's inverse), then RUN/serve.
   const fs::path index = fs::weakly_canonical(fs::absolute(index_dir));
-  return (index.parent_path().parent_path() / "serve").string();
+  return (index.parent_path().parent_path() / kServicesDir).string();
 }
 
 Registration::Registration(const std::string& dir, const std::string& name,
