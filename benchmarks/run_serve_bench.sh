@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Runs serve_bench (docs/performance.md, "serve"): the service against in-process search on an
-# index (default: the 1M x 384 IVF1024,Flat index of 4 shards that ingest_bench generates with
-# --keep), and DeepZoom tiles from a small run of two synthetic tiled JPEG slides (made here once
-# with launchers/chain.sh and the vit-tiny model). Writes bench-out/serve/serve_bench.json.
+# index (default: RUN/ingest/ivf1024 of the 1M x 384 synthetic run made as below), and DeepZoom
+# tiles from a small run of two synthetic tiled JPEG slides (made here once with
+# launchers/chain.sh and the vit-tiny model). Writes bench-out/serve/serve_bench.json.
 #
 #   benchmarks/run_serve_bench.sh [BUILD_DIR] [INDEX] [extra serve_bench options...]
 #
-# The 1M index:  build/benchmarks/ingest_bench --sizes 384:1000000 --indexes "IVF1024,Flat" \
-#                  --shards 4 --ranks 1 --skip-query --keep --scratch bench-out/serve/gen
+# The 1M index (the synthetic run of ingest_bench, kept, then one IVF1024,Flat ingest of 4 shards):
+#   build/benchmarks/ingest_bench --sizes 384:1000000 --indexes "IVF1024,Flat" --shards 4 \
+#     --ranks 1 --skip-query --keep --scratch bench-out/serve/gen
+#   mpirun -np 1 build/stages/ingest/ingest --run bench-out/serve/gen/run-d384-n1000000 \
+#     --tag synthetic --name ivf1024 --index IVF1024,Flat --shards 4 --train-size 50000 --threads 2
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${1:-$root/build}"
@@ -17,7 +20,7 @@ out="${BENCH_OUT:-$root/bench-out}/serve"
 mkdir -p "$out/tiles"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 if [[ -z "$index" ]]; then
-  index="$(dirname "$(find "$out/gen" -name catalog.json -path '*IVF1024*' | head -1)")"
+  index="$out/gen/run-d384-n1000000/ingest/ivf1024"
 fi
 [[ -f "$index/catalog.json" ]] || { echo "error: no index at '$index' (see the header of $0)" >&2; exit 2; }
 

@@ -32,6 +32,7 @@
 #include <nlohmann/json.hpp>
 
 #include "benchmarks/bench_report.h"
+#include "common/core/error.h"
 #include "common/core/fs.h"
 #include "common/vector/vector_index.h"
 #include "stages/serve/deepzoom.h"
@@ -81,7 +82,7 @@ Running start_serve(const std::string& exe, const std::string& index, int thread
   while (r.port == 0) {
     if (auto j = read_json_file(entry)) r.port = j->at("port").get<int>();
     int status = 0;
-    if (::waitpid(r.pid, &status, WNOHANG) == r.pid) fail<Error>("serve exited; see {}.log", registry);
+    if (::waitpid(r.pid, &status, WNOHANG) == r.pid) fail<tessera::Error>("serve exited; see {}.log", registry);
     if (r.port == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   httplib::Client c("127.0.0.1", r.port);
@@ -145,6 +146,22 @@ int main(int argc, char** argv) {
   }
 
   json reps = json::array();
+  // The report is rewritten after every repetition, so that a run cut short keeps what it measured.
+  json report;
+  auto save = [&] {
+    report = {{"benchmark", "serve_bench"},
+                         {"parameters", {{"index", index}, {"index_spec", catalog.index_spec}, {"rows", catalog.rows()},
+                                         {"dimension", catalog.dim}, {"shards", catalog.shards.size()},
+                                         {"queries", Q}, {"clients", clients}, {"k", k}, {"threads", threads},
+                                         {"ranks", 1}}},
+                         {"machine", bench::machine_info()},
+                         {"versions", bench::versions({{"cpp-httplib", CPPHTTPLIB_VERSION}})},
+                         {"command", bench::command_line(argc, argv)},
+                         {"repetitions", reps},
+                         {"summary", bench::summarize_repetitions(reps)}};
+    const std::string out = v["out"].as<std::string>().empty() ? scratch + "/serve_bench.json" : v["out"].as<std::string>();
+    std::ofstream(out) << report.dump(2) << "\n";
+  };
   for (int rep = 0; rep < v["repetitions"].as<int>(); ++rep) {
     json r;
     {
@@ -173,7 +190,7 @@ int main(int argc, char** argv) {
       for (const auto& b : bodies) {
         const auto t0 = Clock::now();
         auto res = c.Post("/api/v1/search", b, "application/json");
-        if (!res || res->status != 200) fail<Error>("a search failed");
+        if (!res || res->status != 200) fail<tessera::Error>("a search failed");
         one.push_back(ms_since(t0));
       }
       r["one"] = {{"p50_ms", percentile(one, 0.5)}, {"p99_ms", percentile(one, 0.99)}};
@@ -217,7 +234,7 @@ int main(int argc, char** argv) {
         for (int64_t col = 0; col < zoom.columns(level); ++col) {
           const auto t0 = Clock::now();
           auto res = c.Get(fmt::format("/api/v1/slides/{}_files/{}/{}_{}.jpeg", slide, level, col, row).c_str());
-          if (!res || res->status != 200) fail<Error>("a tile failed");
+          if (!res || res->status != 200) fail<tessera::Error>("a tile failed");
           tile_ms.push_back(ms_since(t0));
         }
       }
@@ -229,19 +246,8 @@ int main(int argc, char** argv) {
     r["load_average"] = bench::load_average();
     std::cerr << r.dump() << "\n";
     reps.push_back(r);
+    save();
   }
-  const json report = {{"benchmark", "serve_bench"},
-                       {"parameters", {{"index", index}, {"index_spec", catalog.index_spec}, {"rows", catalog.rows()},
-                                       {"dimension", catalog.dim}, {"shards", catalog.shards.size()},
-                                       {"queries", Q}, {"clients", clients}, {"k", k}, {"threads", threads},
-                                       {"ranks", 1}}},
-                       {"machine", bench::machine_info()},
-                       {"versions", bench::versions({{"cpp-httplib", CPPHTTPLIB_VERSION}})},
-                       {"command", bench::command_line(argc, argv)},
-                       {"repetitions", reps},
-                       {"summary", bench::summarize_repetitions(reps)}};
-  const std::string out = v["out"].as<std::string>().empty() ? scratch + "/serve_bench.json" : v["out"].as<std::string>();
-  std::ofstream(out) << report.dump(2) << "\n";
   std::cout << report["summary"].dump(2) << "\n";
   return 0;
 }
