@@ -185,6 +185,25 @@ class InProcess {
 
 json body_of(const serve::Response& r) { return json::parse(r.body); }
 
+std::string base64(const std::string& bytes) {
+  static const char* kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  size_t i = 0;
+  for (; i + 2 < bytes.size(); i += 3) {
+    const uint32_t v = (uint8_t(bytes[i]) << 16) | (uint8_t(bytes[i + 1]) << 8) | uint8_t(bytes[i + 2]);
+    for (int s = 18; s >= 0; s -= 6) out += kAlphabet[(v >> s) & 63];
+  }
+  if (i < bytes.size()) {
+    uint32_t v = uint8_t(bytes[i]) << 16;
+    if (i + 1 < bytes.size()) v |= uint8_t(bytes[i + 1]) << 8;
+    out += kAlphabet[(v >> 18) & 63];
+    out += kAlphabet[(v >> 12) & 63];
+    out += i + 1 < bytes.size() ? kAlphabet[(v >> 6) & 63] : '=';
+    out += '=';
+  }
+  return out;
+}
+
 TEST(ServeE2E, EveryRouteInProcess) {
   InProcess s;
   auto r = s.get("/healthz");
@@ -237,6 +256,12 @@ TEST(ServeE2E, EveryRouteInProcess) {
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(r.content_type, "image/jpeg");
   EXPECT_EQ(static_cast<unsigned char>(r.body.at(0)), 0xFF);
+  // Search by an uploaded image: the patch's own JPEG finds hits (its nearest is itself or a twin).
+  if (serve::image_search_available()) {
+    r = s.post("/api/v1/search", json{{"image", base64(s.get(fmt::format("/api/v1/patches/{}.jpeg", patch)).body)}, {"k", 5}}.dump());
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(body_of(r).at("hits").size(), 5u);
+  }
   r = s.get("/api/v1/slides/a.dzi");
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_NE(r.body.find("Width=\"1400\" Height=\"1200\""), std::string::npos) << r.body;
