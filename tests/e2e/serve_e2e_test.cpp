@@ -615,6 +615,8 @@ TEST(ServeE2E, ThePageInHeadlessChromium) {
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
+  // The in-process Api finds query's image helper through this (the test is not beside it).
+  ::setenv("TESSERA_EMBED_IMAGE", TESSERA_EMBED_IMAGE_EXE, 0);
   ::testing::AddGlobalTestEnvironment(new tessera::e2e::Cohort);
   return RUN_ALL_TESTS();
 }
