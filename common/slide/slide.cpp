@@ -12,6 +12,7 @@
 #include "common/core/error.h"
 #include "common/slide/dicom_slide.h"
 #include "common/slide/sniff.h"
+#include "common/slide/strip_tiff.h"
 
 namespace tessera {
 
@@ -26,16 +27,30 @@ std::optional<Slide> Slide::try_open(const std::string& path, std::string* error
   return Slide(osr, path);
 }
 
-Slide Slide::open(const std::string& path) {
+Slide Slide::open(const std::string& path) { return open_base(path, 0); }
+
+Slide Slide::open_base(const std::string& path, size_t tile_cache_bytes) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) {
     fail<IoError>("cannot open slide '{}': no such file (paths are taken as recorded; run from "
                   "any directory with absolute paths)",
                   path);
   }
-  if (is_dicom_path(path)) return open_dicom(path, 0);
+  if (is_dicom_path(path)) return open_dicom(path, tile_cache_bytes);
   const char* vendor = openslide_detect_vendor(path.c_str());
   openslide_t* osr = openslide_open(path.c_str());
+  if (osr == nullptr && vendor == nullptr) {
+    // OpenSlide 3.4 takes tiled TIFF only: an untiled 8-bit RGB TIFF is read by strips.
+    std::string not_strips;
+    if (auto strips = open_strip_tiff(path, tile_cache_bytes, &not_strips)) {
+      Slide slide(nullptr, path);
+      slide.dims_ = std::move(strips->dims);
+      slide.downsamples_ = {1.0};
+      slide.properties_ = std::move(strips->properties);
+      slide.direct_ = std::move(strips->reader);
+      return slide;
+    }
+  }
   if (osr == nullptr) {
     fail<IoError>("cannot open slide '{}': {}", path,
                   vendor ? fmt::format("unsupported or missing format (detected vendor '{}')", vendor)
@@ -90,11 +105,8 @@ const char* to_string(SlideReader reader) {
 
 Slide Slide::open(const std::string& path, SlideReader reader, size_t tile_cache_bytes) {
   std::error_code ec;
-  if (std::filesystem::exists(path, ec) && is_dicom_path(path)) {
-    return open_dicom(path, tile_cache_bytes);
-  }
-  Slide slide = open(path);
-  if (reader == SlideReader::kOpenSlide) return slide;
+  Slide slide = open_base(path, tile_cache_bytes);
+  if (reader == SlideReader::kOpenSlide || slide.osr_ == nullptr) return slide;
   const std::string vendor = slide.vendor();
   std::string why;
   if (vendor != "generic-tiff" && vendor != "aperio") {

@@ -1,6 +1,7 @@
-// A whole-slide image opened with OpenSlide, or a DICOM whole-slide image (a folder of one series,
-// or one .dcm file; common/slide/dicom_slide.h), which OpenSlide 3.4 cannot open and the direct
-// tile reader reads alone whatever SlideReader says. Move-only; the handle is closed by the
+// A whole-slide image opened with OpenSlide; or one OpenSlide 3.4 cannot open, which the direct
+// tile reader reads alone whatever SlideReader says: a DICOM whole-slide image (a folder of one
+// series, or one .dcm file; common/slide/dicom_slide.h) or an untiled 8-bit RGB TIFF
+// (common/slide/strip_tiff.h). Move-only; the handle is closed by the
 // destructor.
 // read_rgb may be called from several threads at once (OpenSlide and the direct reader both allow
 // concurrent reads); an OpenSlide error is sticky and seen by every thread.
@@ -89,6 +90,7 @@ class Slide {
 
  private:
   Slide(openslide_t* osr, std::string path);
+  static Slide open_base(const std::string& path, size_t tile_cache_bytes);
   static Slide open_dicom(const std::string& path, size_t tile_cache_bytes);
   void check_error(const char* what) const;
   static std::vector<uint32_t>& argb_buffer();  // read_rgb's OpenSlide output, one per thread

@@ -303,11 +303,13 @@ std::unique_ptr<TileReader> TileReader::from_levels(const std::string& path,
   for (size_t l = 0; l < levels.size(); ++l) {
     const TileLevel& level = levels[l];
     const size_t tiles = static_cast<size_t>(level.cols * level.rows);
-    if (level.tile_w <= 0 || level.tile_h <= 0 || level.tile_w > 8192 || level.tile_h > 8192 ||
+    const int max_side = level.codec == TileCodec::kSource ? (1 << 30) : 8192;  // strips: any width
+    if (level.tile_w <= 0 || level.tile_h <= 0 || level.tile_w > max_side || level.tile_h > max_side ||
         level.cols != (level.width + level.tile_w - 1) / level.tile_w ||
         level.rows != (level.height + level.tile_h - 1) / level.tile_h ||
         level.offsets.size() != tiles || level.sizes.size() != tiles || level.file < 0 ||
-        static_cast<size_t>(level.file) >= files.size()) {
+        static_cast<size_t>(level.file) >= files.size() ||
+        (level.codec == TileCodec::kSource) != (level.source != nullptr)) {
       return refuse(fmt::format("level {} ({}x{}): inconsistent tile grid ({}x{} tiles)", l,
                                 level.width, level.height, level.tile_w, level.tile_h));
     }
@@ -402,6 +404,15 @@ void TileReader::Impl::read_stream(int level_index, int64_t col, int64_t row,
 void TileReader::Impl::decode_tile(int level_index, int64_t col, int64_t row,
                                    std::vector<uint8_t>& rgb, TileReaderStats& counted) const {
   const TileLevel& level = levels[level_index];
+  if (level.codec == TileCodec::kSource) {
+    const auto t0 = Clock::now();
+    rgb.resize(static_cast<size_t>(level.tile_w) * level.tile_h * 3);
+    level.source->decode(row * level.cols + col, rgb.data());
+    counted.bytes_read += static_cast<int64_t>(level.sizes[row * level.cols + col]);
+    counted.decode_s += seconds_since(t0);
+    ++counted.tiles_decoded;
+    return;
+  }
   Decoder& d = thread_decoder();
   auto t0 = Clock::now();
   read_stream(level_index, col, row, d.compressed);
@@ -423,6 +434,8 @@ void TileReader::Impl::decode_tile(int level_index, int64_t col, int64_t row,
     case TileCodec::kRaw:
       std::copy(d.compressed.begin(), d.compressed.end(), rgb.begin());
       break;
+    case TileCodec::kSource:
+      break;  // decoded above
   }
   if (!error.empty()) {
     fail<IoError>("slide '{}': cannot decode level {} tile ({}, {}): {}", path, level_index, col,

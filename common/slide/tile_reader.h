@@ -33,6 +33,16 @@ enum class TileCodec {
   kJpeg,      // a JPEG stream (JPEGTables spliced in front when the level has them)
   kJpeg2000,  // a JPEG 2000 codestream or JP2 file, decoded by OpenJPEG
   kRaw,       // tile_w * tile_h * 3 bytes of interleaved 8-bit RGB
+  kSource,    // decoded by the level's TileSource (libtiff for the strips of an untiled TIFF)
+};
+
+// Decodes the tiles of a level that another library reads (TileCodec::kSource). decode() is
+// called for stored tiles only (size > 0), possibly from several threads at once; it fills
+// tile_w * tile_h * 3 bytes of RGB or throws IoError.
+class TileSource {
+ public:
+  virtual ~TileSource() = default;
+  virtual void decode(int64_t tile, uint8_t* rgb) = 0;
 };
 
 // One level as byte ranges of a file: what TileReader::from_levels reads.
@@ -49,6 +59,7 @@ struct TileLevel {
   std::vector<uint64_t> offsets;  // per tile, row-major
   std::vector<uint64_t> sizes;    // 0: the file does not store the tile (white)
   std::vector<uint8_t> tables;    // kJpeg: JPEGTables without its EOI, or empty
+  std::shared_ptr<TileSource> source;  // kSource: the decoder
 };
 
 // The most decoded-tile bytes the default cache holds (see TileReader::open).
