@@ -39,6 +39,11 @@ struct Instance {
   int64_t frames = 1;
   int samples = 0, bits = 0, planar = 0;
   int64_t focal_planes = 1, optical_paths = 1, concatenation_total = 0;
+  int64_t concatenation_number = 0, concatenation_frame_offset = 0;
+  // A concatenation joined into one level: its parts' files and frame counts, in frame order
+  // (empty for a single file).
+  std::vector<std::string> part_files;
+  std::vector<int64_t> part_frames;
   double spacing_row_mm = 0, spacing_col_mm = 0;
   // Per frame, when the file has per-frame Plane Position (Slide): 1-based column and row of the
   // frame's top-left pixel, and whether it is in the first focal plane and optical path.
@@ -104,6 +109,8 @@ Instance read_instance(const std::string& file) {
   in.organization = text(ds, DCM_DimensionOrganizationType);
   in.concatenation = text(ds, DCM_ConcatenationUID);
   in.concatenation_total = integer(ds, DCM_InConcatenationTotalNumber, 0);
+  in.concatenation_number = integer(ds, DCM_InConcatenationNumber, 0);
+  in.concatenation_frame_offset = integer(ds, DCM_ConcatenationFrameOffsetNumber, 0);
   in.total_w = integer(ds, DCM_TotalPixelMatrixColumns, 0);
   in.total_h = integer(ds, DCM_TotalPixelMatrixRows, 0);
   in.tile_w = static_cast<int>(integer(ds, DCM_Columns, 0));
@@ -152,7 +159,8 @@ Instance read_instance(const std::string& file) {
   fail<IoError>("cannot open slide '{}' (DICOM): {}", path, why);
 }
 
-// The level `in` makes, its frames' byte ranges found in the file.
+// The level `in` makes, its frames' byte ranges found in the file (for a joined concatenation, in
+// its parts' files, numbered from `file_index` on).
 TileLevel make_level(const std::string& path, const Instance& in, int file_index) {
   if (in.samples != 3 || in.bits != 8) {
     refuse(path, fmt::format("'{}' has {} sample(s) per pixel of {} bits: brightfield RGB only "
@@ -208,10 +216,22 @@ TileLevel make_level(const std::string& path, const Instance& in, int file_index
                                in.file, in.frames, level.cols, level.rows));
     }
   }
-  const DicomFrames frames =
-      locate_frames(in.file, in.frames, static_cast<uint64_t>(in.tile_w) * in.tile_h * 3);
+  const uint64_t frame_bytes = static_cast<uint64_t>(in.tile_w) * in.tile_h * 3;
+  DicomFrames frames;
+  std::vector<int> frame_file;  // per frame, for a concatenation
+  if (in.part_files.empty()) {
+    frames = locate_frames(in.file, in.frames, frame_bytes);
+  } else {
+    for (size_t k = 0; k < in.part_files.size(); ++k) {
+      const DicomFrames part = locate_frames(in.part_files[k], in.part_frames[k], frame_bytes);
+      frames.offsets.insert(frames.offsets.end(), part.offsets.begin(), part.offsets.end());
+      frames.sizes.insert(frames.sizes.end(), part.sizes.begin(), part.sizes.end());
+      frame_file.insert(frame_file.end(), part.offsets.size(), file_index + static_cast<int>(k));
+    }
+  }
   level.offsets.assign(static_cast<size_t>(grid), 0);
   level.sizes.assign(static_cast<size_t>(grid), 0);
+  if (!frame_file.empty()) level.tile_files.assign(static_cast<size_t>(grid), file_index);
   if (organization == "TILED_FULL") {
     if (in.frames < grid) {
       refuse(path, fmt::format("'{}' is TILED_FULL with {} frames for a grid of {}x{} tiles",
@@ -224,6 +244,9 @@ TileLevel make_level(const std::string& path, const Instance& in, int file_index
     }
     std::copy(frames.offsets.begin(), frames.offsets.begin() + grid, level.offsets.begin());
     std::copy(frames.sizes.begin(), frames.sizes.begin() + grid, level.sizes.begin());
+    if (!frame_file.empty()) {
+      std::copy(frame_file.begin(), frame_file.begin() + grid, level.tile_files.begin());
+    }
   } else if (organization == "TILED_SPARSE") {
     if (static_cast<int64_t>(in.positions.size()) != in.frames) {
       refuse(path, fmt::format("'{}' is TILED_SPARSE with {} frames but {} frame positions",
@@ -245,6 +268,7 @@ TileLevel make_level(const std::string& path, const Instance& in, int file_index
       if (level.sizes[t] != 0) continue;  // a second frame at one position: the first is kept
       level.offsets[t] = frames.offsets[f];
       level.sizes[t] = frames.sizes[f];
+      if (!frame_file.empty()) level.tile_files[t] = frame_file[f];
     }
     if (skipped > 0) {
       spdlog::info("DICOM slide '{}': '{}': {} frame(s) of other focal planes or optical paths "
@@ -320,20 +344,55 @@ DicomSlide open_dicom_slide(const std::string& path, size_t cache_bytes) {
                              "thumbnail images only",
                              instances.size()));
   }
+  // Concatenations: all parts present are joined into one instance, in frame order.
+  std::vector<Instance> joined;
+  joined.reserve(volumes.size());
+  std::set<std::string> done;
+  std::vector<const Instance*> levels_in;
   for (const Instance* in : volumes) {
-    if (in->concatenation.empty()) continue;
-    const auto parts = std::count_if(volumes.begin(), volumes.end(), [&](const Instance* o) {
-      return o->concatenation == in->concatenation;
-    });
-    if (parts < in->concatenation_total) {
+    if (in->concatenation.empty()) {
+      levels_in.push_back(in);
+      continue;
+    }
+    if (!done.insert(in->concatenation).second) continue;
+    std::vector<const Instance*> parts;
+    for (const Instance* o : volumes) {
+      if (o->concatenation == in->concatenation) parts.push_back(o);
+    }
+    if (static_cast<int64_t>(parts.size()) < in->concatenation_total) {
       refuse(path, fmt::format("'{}' is one part of a concatenation split over {} files, of which "
                                "{} are here; put all parts in the slide's folder",
-                               in->file, in->concatenation_total, parts));
+                               in->file, in->concatenation_total, parts.size()));
     }
-    refuse(path, fmt::format("'{}' is part of a concatenation (a level split over {} files), "
-                             "which the reader does not join",
-                             in->file, parts));
+    std::sort(parts.begin(), parts.end(), [](const Instance* a, const Instance* b) {
+      return a->concatenation_frame_offset < b->concatenation_frame_offset;
+    });
+    Instance whole = *parts.front();
+    whole.frames = 0;
+    whole.positions.clear();
+    whole.first_plane.clear();
+    for (const Instance* part : parts) {
+      if (part->concatenation_frame_offset != whole.frames || part->transfer != whole.transfer ||
+          part->total_w != whole.total_w || part->total_h != whole.total_h ||
+          part->positions.empty() != parts.front()->positions.empty()) {
+        refuse(path, fmt::format("concatenation {}: part '{}' does not continue the others (frame "
+                                 "offset {}, expected {}, or another pixel format)",
+                                 in->concatenation, part->file, part->concatenation_frame_offset,
+                                 whole.frames));
+      }
+      whole.part_files.push_back(part->file);
+      whole.part_frames.push_back(part->frames);
+      whole.frames += part->frames;
+      whole.positions.insert(whole.positions.end(), part->positions.begin(), part->positions.end());
+      whole.first_plane.insert(whole.first_plane.end(), part->first_plane.begin(),
+                               part->first_plane.end());
+    }
+    spdlog::info("DICOM slide '{}': concatenation of {} files joined into one level ({} frames)",
+                 path, parts.size(), whole.frames);
+    joined.push_back(std::move(whole));
+    levels_in.push_back(&joined.back());
   }
+  volumes = std::move(levels_in);
   std::stable_sort(volumes.begin(), volumes.end(), [](const Instance* a, const Instance* b) {
     return a->total_w * a->total_h > b->total_w * b->total_h;
   });
@@ -350,7 +409,11 @@ DicomSlide open_dicom_slide(const std::string& path, size_t cache_bytes) {
       continue;
     }
     levels.push_back(make_level(path, *in, static_cast<int>(level_files.size())));
-    level_files.push_back(in->file);
+    if (in->part_files.empty()) {
+      level_files.push_back(in->file);
+    } else {
+      level_files.insert(level_files.end(), in->part_files.begin(), in->part_files.end());
+    }
     slide.dims.emplace_back(in->total_w, in->total_h);
     level_list += (level_list.empty() ? "" : ";") + fs::path(in->file).filename().string();
   }

@@ -242,14 +242,16 @@ struct Minimal {
   std::string organization = "TILED_FULL";
   std::vector<std::pair<int, int>> positions;  // TILED_SPARSE: 1-based column, row per frame
   std::string concatenation_uid;
-  int concatenation_total = 0;
+  int concatenation_total = 0, concatenation_number = 0, frame_offset = 0;
+  int value_base = 0;  // frame f holds value_base + 10 * (f + 1)
+  std::string instance_uid = "2.25.1";
 };
 
 void write_minimal(const std::string& path, const Minimal& m) {
   DcmFileFormat format;
   DcmDataset* ds = format.getDataset();
   ds->putAndInsertString(DCM_SOPClassUID, m.sop_class.c_str());
-  ds->putAndInsertString(DCM_SOPInstanceUID, "2.25.1");
+  ds->putAndInsertString(DCM_SOPInstanceUID, m.instance_uid.c_str());
   ds->putAndInsertString(DCM_SeriesInstanceUID, "2.25.2");
   ds->putAndInsertString(DCM_Modality, m.sop_class == UID_VLWholeSlideMicroscopyImageStorage ? "SM" : "CT");
   ds->putAndInsertString(DCM_ImageType, "ORIGINAL\\PRIMARY\\VOLUME\\NONE");
@@ -271,6 +273,8 @@ void write_minimal(const std::string& path, const Minimal& m) {
     ds->putAndInsertString(DCM_ConcatenationUID, m.concatenation_uid.c_str());
     ds->putAndInsertString(DCM_InConcatenationTotalNumber,
                            std::to_string(m.concatenation_total).c_str());
+    ds->putAndInsertUint16(DCM_InConcatenationNumber, static_cast<Uint16>(m.concatenation_number));
+    ds->putAndInsertUint32(DCM_ConcatenationFrameOffsetNumber, static_cast<Uint32>(m.frame_offset));
   }
   if (!m.positions.empty()) {
     for (size_t f = 0; f < m.positions.size(); ++f) {
@@ -288,7 +292,9 @@ void write_minimal(const std::string& path, const Minimal& m) {
   auto* pixels = new DcmPixelData(DCM_PixelData);
   if (m.xfer == EXS_LittleEndianExplicit) {
     std::vector<uint8_t> data;
-    for (int f = 0; f < m.frames; ++f) data.insert(data.end(), frame_bytes, static_cast<uint8_t>(10 * (f + 1)));
+    for (int f = 0; f < m.frames; ++f) {
+      data.insert(data.end(), frame_bytes, static_cast<uint8_t>(m.value_base + 10 * (f + 1)));
+    }
     pixels->putUint8Array(data.data(), static_cast<unsigned long>(data.size()));
   } else {
     auto* sequence = new DcmPixelSequence(DcmTag(DCM_PixelData, EVR_OB));
@@ -338,6 +344,36 @@ TEST(DicomSlide, SplitConcatenationIsRefused) {
   m.concatenation_total = 2;
   write_minimal((dir / "part1.dcm").string(), m);
   expect_refusal(dir.string(), "concatenation split over 2 files, of which 1 are here");
+}
+
+TEST(DicomSlide, ConcatenationWithAllPartsIsOneLevel) {
+  const fs::path dir = test_dir() / "joined";
+  fs::create_directories(dir);
+  Minimal m;
+  m.width = 32;
+  m.height = 32;
+  m.frames = 2;
+  m.concatenation_uid = "2.25.78";
+  m.concatenation_total = 2;
+  // Written second part first: the frame offsets, not the file names, give the order.
+  m.concatenation_number = 2;
+  m.frame_offset = 2;
+  m.value_base = 20;
+  m.instance_uid = "2.25.11";
+  write_minimal((dir / "a.dcm").string(), m);
+  m.concatenation_number = 1;
+  m.frame_offset = 0;
+  m.value_base = 0;
+  m.instance_uid = "2.25.12";
+  write_minimal((dir / "b.dcm").string(), m);
+  const Slide s = Slide::open(dir.string());
+  ASSERT_EQ(s.level_count(), 1);
+  const auto rgb = region(s, 0, 0, 0, 32, 32);
+  auto at = [&](int x, int y) { return rgb[(static_cast<size_t>(y) * 32 + x) * 3]; };
+  EXPECT_EQ(at(0, 0), 10);
+  EXPECT_EQ(at(20, 0), 20);
+  EXPECT_EQ(at(0, 20), 30);
+  EXPECT_EQ(at(20, 20), 40);
 }
 
 TEST(DicomSlide, SparseTilesWithoutAFrameAreWhite) {

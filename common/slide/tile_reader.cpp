@@ -309,6 +309,9 @@ std::unique_ptr<TileReader> TileReader::from_levels(const std::string& path,
         level.rows != (level.height + level.tile_h - 1) / level.tile_h ||
         level.offsets.size() != tiles || level.sizes.size() != tiles || level.file < 0 ||
         static_cast<size_t>(level.file) >= files.size() ||
+        (!level.tile_files.empty() && level.tile_files.size() != tiles) ||
+        std::any_of(level.tile_files.begin(), level.tile_files.end(),
+                    [&](int f) { return f < 0 || static_cast<size_t>(f) >= files.size(); }) ||
         (level.codec == TileCodec::kSource) != (level.source != nullptr)) {
       return refuse(fmt::format("level {} ({}x{}): inconsistent tile grid ({}x{} tiles)", l,
                                 level.width, level.height, level.tile_w, level.tile_h));
@@ -381,7 +384,8 @@ void TileReader::Impl::read_stream(int level_index, int64_t col, int64_t row,
             out.begin());
   size_t got = 0;
   while (got < size) {
-    const ssize_t n = ::pread(fds[level.file], out.data() + base + got, size - got,
+    const int fd = fds[level.tile_files.empty() ? level.file : level.tile_files[t]];
+    const ssize_t n = ::pread(fd, out.data() + base + got, size - got,
                               static_cast<off_t>(level.offsets[t] + got));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {

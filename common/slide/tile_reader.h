@@ -54,6 +54,7 @@ struct TileLevel {
   int64_t cols = 0;
   int64_t rows = 0;
   int file = 0;                   // index of the file in from_levels' `files`
+  std::vector<int> tile_files;    // per tile, when the tiles lie in several files; else empty
   TileCodec codec = TileCodec::kJpeg;
   bool jpeg_rgb = false;          // kJpeg: decode the streams as RGB (else YCbCr), whatever their markers
   std::vector<uint64_t> offsets;  // per tile, row-major
