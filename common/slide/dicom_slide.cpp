@@ -84,9 +84,11 @@ std::string uid_name(const std::string& uid) {
 Instance read_instance(const std::string& file) {
   quiet_dcmtk();
   DcmFileFormat format;
-  // Values over 4 KiB (pixel data above all) stay in the file.
-  const OFCondition status =
-      format.loadFile(OFFilename(file.c_str()), EXS_Unknown, EGL_noChange, 4096, ERM_autoDetect);
+  // Parsing stops at Pixel Data (its items, one per frame, are dicom_scan.h's to find); other
+  // values over 4 KiB stay in the file.
+  const OFCondition status = format.loadFileUntilTag(OFFilename(file.c_str()), EXS_Unknown,
+                                                     EGL_noChange, 4096, ERM_autoDetect,
+                                                     DCM_PixelData);
   if (status.bad()) {
     fail<IoError>("DICOM file '{}' cannot be parsed ({}): truncated or damaged", file,
                   status.text());
@@ -219,15 +221,19 @@ TileLevel make_level(const std::string& path, const Instance& in, int file_index
   const uint64_t frame_bytes = static_cast<uint64_t>(in.tile_w) * in.tile_h * 3;
   DicomFrames frames;
   std::vector<int> frame_file;  // per frame, for a concatenation
-  if (in.part_files.empty()) {
-    frames = locate_frames(in.file, in.frames, frame_bytes);
-  } else {
-    for (size_t k = 0; k < in.part_files.size(); ++k) {
-      const DicomFrames part = locate_frames(in.part_files[k], in.part_frames[k], frame_bytes);
-      frames.offsets.insert(frames.offsets.end(), part.offsets.begin(), part.offsets.end());
-      frames.sizes.insert(frames.sizes.end(), part.sizes.begin(), part.sizes.end());
-      frame_file.insert(frame_file.end(), part.offsets.size(), file_index + static_cast<int>(k));
+  try {
+    if (in.part_files.empty()) {
+      frames = locate_frames(in.file, in.frames, frame_bytes);
+    } else {
+      for (size_t k = 0; k < in.part_files.size(); ++k) {
+        const DicomFrames part = locate_frames(in.part_files[k], in.part_frames[k], frame_bytes);
+        frames.offsets.insert(frames.offsets.end(), part.offsets.begin(), part.offsets.end());
+        frames.sizes.insert(frames.sizes.end(), part.sizes.begin(), part.sizes.end());
+        frame_file.insert(frame_file.end(), part.offsets.size(), file_index + static_cast<int>(k));
+      }
     }
+  } catch (const IoError& e) {
+    refuse(path, e.what());
   }
   level.offsets.assign(static_cast<size_t>(grid), 0);
   level.sizes.assign(static_cast<size_t>(grid), 0);
