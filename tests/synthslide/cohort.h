@@ -19,9 +19,9 @@ struct CohortSpec {
   int64_t height = 1800;
   uint64_t seed = 1;
   double mpp = 0.5;
-  double tissue_fraction = 0.5;
+  double tissue_fraction = 0.6;
   int regions = 6;                // regions per slide, 1..64
-  int dominant = 4;               // of which of the diagnosis class, 1..regions
+  int dominant = 5;               // of which of the diagnosis class, 1..regions
   int stain_jitter = 8;           // per-patient RGB stain offset in [-j, j], 0..64
   int mask_downsample = 32;
   int threads = 1;                // slides written concurrently

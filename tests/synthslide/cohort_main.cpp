@@ -27,7 +27,7 @@ int main(int argc, char** argv) {
       ("seed", po::value(&spec.seed)->default_value(spec.seed), "random seed")
       ("mpp", po::value(&spec.mpp)->default_value(spec.mpp), "microns per level-0 pixel")
       ("tissue-fraction",
-       po::value(&spec.tissue_fraction)->default_value(spec.tissue_fraction, "0.5"),
+       po::value(&spec.tissue_fraction)->default_value(spec.tissue_fraction, "0.6"),
        "approximate share of each slide covered by tissue")
       ("regions", po::value(&spec.regions)->default_value(spec.regions), "class regions per slide")
       ("dominant", po::value(&spec.dominant)->default_value(spec.dominant),

@@ -64,21 +64,21 @@ bool in_blob(const BlobShape& s, uint64_t key, int64_t x, int64_t y, int* shade)
 
 constexpr BlobShape kTumourNucleus = {12, 0.85, 3, 2, 3, 2, true};
 constexpr BlobShape kStromaNucleus = {40, 0.22, 9, 5, 2, 2, false};
-constexpr BlobShape kFatVacuole = {56, 0.97, 21, 5, 21, 5, true};
+constexpr BlobShape kFatVacuole = {48, 0.97, 15, 4, 15, 4, true};
 constexpr BlobShape kFatNucleus = {112, 0.08, 3, 2, 2, 1, false};
 constexpr BlobShape kDebris = {9, 0.45, 1, 2, 1, 2, true};
 
-constexpr Rgb kTumourLight = {196, 146, 200};
-constexpr Rgb kTumourDark = {160, 104, 178};
-constexpr Rgb kTumourNucleusRgb = {58, 34, 118};
+constexpr Rgb kTumourLight = {170, 120, 192};
+constexpr Rgb kTumourDark = {140, 88, 172};
+constexpr Rgb kTumourNucleusRgb = {50, 30, 112};
 constexpr Rgb kStromaLight = {246, 176, 204};
 constexpr Rgb kStromaDark = {222, 100, 150};
 constexpr Rgb kStromaNucleusRgb = {112, 58, 140};
 constexpr Rgb kFatWhite = {247, 245, 246};
-constexpr Rgb kFatMembrane = {226, 156, 192};
-constexpr Rgb kNecrosisLight = {222, 200, 208};
-constexpr Rgb kNecrosisDark = {186, 160, 176};
-constexpr Rgb kDebrisRgb = {92, 54, 104};
+constexpr Rgb kFatMembrane = {234, 124, 116};
+constexpr Rgb kNecrosisLight = {198, 178, 132};
+constexpr Rgb kNecrosisDark = {168, 144, 104};
+constexpr Rgb kDebrisRgb = {82, 60, 52};
 
 }  // namespace
 

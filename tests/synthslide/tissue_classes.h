@@ -5,8 +5,10 @@
 //
 //   1 tumour    dense, small, round, dark blue-purple nuclei on purple cytoplasm
 //   2 stroma    sparse spindle-shaped nuclei on fibrous, strongly eosinophilic pink
-//   3 fat       large white vacuoles separated by thin pink membranes, almost no nuclei
-//   4 necrosis  pale grey-pink granular debris with scattered tiny dark fragments
+//   3 fat       large white vacuoles separated by thin salmon-pink membranes, almost no nuclei
+//   4 necrosis  dull yellow-brown granular debris with scattered tiny dark fragments
+// The hues are far apart on purpose (necrosis is browner than real necrotic debris): the built-in
+// models have random weights, and what such a model sees most reliably is the hue of a patch.
 //
 // Class 0 is background. The class of a level-0 point is the class of the layout cell holding it,
 // so the class mask (one pixel per layout cell) is the exact ground truth of every pixel.

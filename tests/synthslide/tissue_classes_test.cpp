@@ -81,8 +81,8 @@ TEST(TissueClasses, ClassesDifferInHueDensityAndVacuoles) {
   EXPECT_GT(stats[1].dark, 0.15);
   EXPECT_GT(stats[1].dark, 3 * stats[2].dark);
   EXPECT_LT(stats[3].dark, 0.02);
-  // Vacuoles: only fat is mostly white.
-  EXPECT_GT(stats[3].white, 0.4);
+  // Vacuoles: only fat has white, a third of its area or more.
+  EXPECT_GT(stats[3].white, 0.3);
   for (const int c : {1, 2, 4}) EXPECT_LT(stats[c].white, 0.05) << tissue_class_name(c);
   // Hue: every pair of classes differs in mean colour.
   for (int a = 1; a <= kTissueClasses; ++a) {
