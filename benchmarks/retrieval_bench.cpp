@@ -51,8 +51,8 @@ int run(int argc, char** argv) {
        "built-in models")
       ("slides", po::value(&spec.cohort.slides)->default_value(24), "slides")
       ("patients", po::value(&spec.cohort.patients)->default_value(16), "patients")
-      ("width", po::value(&spec.cohort.width)->default_value(2400), "slide width")
-      ("height", po::value(&spec.cohort.height)->default_value(1800), "slide height")
+      ("width", po::value(&spec.cohort.width)->default_value(2000), "slide width")
+      ("height", po::value(&spec.cohort.height)->default_value(1500), "slide height")
       ("seed", po::value(&spec.cohort.seed)->default_value(7), "cohort seed")
       ("ranks", po::value(&spec.ranks)->default_value(2), "MPI ranks of each stage")
       ("patch-queries", po::value(&spec.patch_queries_per_class)->default_value(25),

@@ -28,9 +28,10 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 "$root/launchers/chain.sh" --build "$build" --run "$demo/run" --manifest "$demo/cohort/manifest.csv" \
   --model vit-s16 --ranks 2 --threads 1 --embed-args "--precision fp32 --batch-size 16" \
   --ingest-args "--shards 2 --normalize"
-# The patches most like one in a tumour region of S0001 (patient P001, diagnosis tumour), from
-# the other patients' slides: the diagnosis column shows where they come from.
-"$build/stages/query/query" --index "$demo/run/ingest/vit-s16" --slide S0001 --x 1200 --y 900 \
+# The patches most like one in a stroma region of S0001 (patient P001, diagnosis stroma), from
+# the other patients' slides: the diagnosis column shows where they come from (the class under
+# every patch is in the class masks, cohort/slides/*.classes.png).
+"$build/stages/query/query" --index "$demo/run/ingest/vit-s16" --slide S0001 --x 1600 --y 1150 \
   -k 8 --exclude-same-patient --mosaic "$demo/query-mosaic.png"
 
 # Slide vectors (mean of each slide's patch features; TRIDENT's slide_features_mean-vit-s16/),

@@ -39,8 +39,8 @@ TEST(Retrieval, SlideSearchAndMosaicVotingBeatChanceOnALabelledCohort) {
   spec.dir = dir.string();
   spec.cohort.slides = 12;
   spec.cohort.patients = 8;
-  spec.cohort.width = 1600;
-  spec.cohort.height = 1200;
+  spec.cohort.width = 2000;
+  spec.cohort.height = 1500;
   spec.cohort.seed = 11;
   spec.cohort.threads = 2;
   spec.model = "vit-tiny";
