@@ -21,7 +21,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # slides/S000N.tif with their class masks, manifest.csv (slide_id,path,patient_id,diagnosis) and
 # truth.csv (each slide's share of every class).
 [[ -f "$demo/cohort/manifest.csv" ]] || "$build/tests/synthslide/synthcohort" --out "$demo/cohort" \
-  --slides 8 --patients 5 --width 2400 --height 1800 --seed 1 --threads "$(nproc)" >&2
+  --slides 8 --patients 5 --width 2000 --height 1500 --seed 1 --threads "$(nproc)" >&2
 
 # patchgen, embed and ingest with 2 ranks of 1 thread each (launchers/chain.sh). The index has two
 # shards, each rank building one; cosine similarity over unit-length vectors.
@@ -31,7 +31,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # The patches most like one in a stroma region of S0001 (patient P001, diagnosis stroma), from
 # the other patients' slides: the diagnosis column shows where they come from (the class under
 # every patch is in the class masks, cohort/slides/*.classes.png).
-"$build/stages/query/query" --index "$demo/run/ingest/vit-s16" --slide S0001 --x 1600 --y 1150 \
+"$build/stages/query/query" --index "$demo/run/ingest/vit-s16" --slide S0001 --x 1300 --y 870 \
   -k 8 --exclude-same-patient --mosaic "$demo/query-mosaic.png"
 
 # Slide vectors (mean of each slide's patch features; TRIDENT's slide_features_mean-vit-s16/),
