@@ -36,7 +36,7 @@ std::string run(const std::string& command) {
   const std::string log = (fs::temp_directory_path() /
                            fmt::format("tessera_retrieval_{}.err", ::getpid()))
                               .string();
-  FILE* pipe = ::popen((command + " 2>" + log).c_str(), "r");
+  FILE* pipe = ::popen(("(" + command + ") 2>" + log).c_str(), "r");
   if (pipe == nullptr) fail<Error>("cannot run '{}'", command);
   std::string out;
   char buffer[65536];
