@@ -100,7 +100,7 @@ int run(int argc, char** argv) {
         models[model] = result;
         const std::string run = spec.dir + "/run";
         output[model] = {
-            {"slides_h5_sha256", sha256_file(run + "/slides/mean-" + model + "/slides.h5")},
+            {"slides_h5_sha256", sha256_file(run + "/aggregate/mean-" + model + "/slides.h5")},
             {"embeddings_sha256_of_first_slide",
              sha256_file(run + "/embed/" + model + "/features/S0001.h5")}};
       }

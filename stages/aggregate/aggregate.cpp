@@ -9,14 +9,14 @@
 #include "common/core/error.h"
 #include "common/core/fs.h"
 #include "common/core/hash.h"
-#include "common/h5/h5.h"
+#include "common/stage/layout.h"
 #include "common/stage/skeleton.h"
 #include "common/store/index.h"
-#include "stages/aggregate/cohort_file.h"
+#include "common/store/slide_vectors.h"
 #include "stages/aggregate/items.h"
 #include "stages/aggregate/pooling.h"
 #include "stages/aggregate/slide_encoder.h"
-#include "stages/aggregate/slide_files.h"
+#include "common/store/slide_features.h"
 #include "stages/embed/peer_pt.h"
 
 namespace tessera::aggregate {
@@ -30,7 +30,7 @@ std::string vectors_file(int rank) { return "vectors/" + rank_file_name(rank, ".
 // Everything the work needs, derived identically on every rank.
 struct Plan {
   std::string tag;
-  std::string dir;             // RUN/slides/<name>
+  std::string dir;             // RUN/aggregate/<name>
   std::string encoder;         // slide encoder name
   std::string patch_encoder;   // TRIDENT name of the patch encoder
   std::string method;          // pooling or "torchscript"
@@ -127,16 +127,8 @@ class AggregateWork final : public StageWork {
       patch_counts.push_back(rows);
       vectors.insert(vectors.end(), vector.begin(), vector.end());
     }
-    {
-      h5::File file = h5::File::open(context.staging_path(vectors_file(context.rank)),
-                                     h5::Mode::kCreateTruncate);
-      file.write_vector<int64_t>("item", item_rows);
-      file.write_vector<int64_t>("n_patches", patch_counts);
-      file.write_dataset("vectors", h5::Type::kFloat32,
-                         {item_rows.size(), static_cast<hsize_t>(dim)}, vectors.data());
-      file.set_attr("output_dim", static_cast<int64_t>(dim));
-      file.close();
-    }
+    write_rank_vectors(context.staging_path(vectors_file(context.rank)),
+                       {item_rows, patch_counts, vectors, dim});
     result.outputs.push_back(vectors_file(context.rank));
     result.fields = {{"rows", static_cast<int64_t>(item_rows.size())}, {"output_dim", dim}};
     return result;
@@ -158,11 +150,11 @@ class AggregateWork final : public StageWork {
     std::vector<int64_t> patches(items.size(), 0);
     for (int r = 0; r < comm.size(); ++r) {
       const std::string path = (fs::path(plan_.dir) / vectors_file(r)).string();
-      h5::File file = h5::File::open(path, h5::Mode::kRead);
-      const auto item_rows = file.open_dataset("item").read_all<int64_t>();
-      const auto counts = file.open_dataset("n_patches").read_all<int64_t>();
-      const auto values = file.open_dataset("vectors").read_all<float>();
-      const int dim = static_cast<int>(file.attr_int("output_dim"));
+      const RankVectors rank_vectors = read_rank_vectors(path);
+      const auto& item_rows = rank_vectors.items;
+      const auto& counts = rank_vectors.n_patches;
+      const auto& values = rank_vectors.vectors;
+      const int dim = rank_vectors.dim;
       if (item_rows.empty()) continue;
       if (cohort.dim != 0 && dim != cohort.dim) {
         fail<InvalidInput>("the slide encoder gave {} values on rank {} and {} on another rank",
@@ -242,16 +234,10 @@ class AggregateWork final : public StageWork {
 
 std::string resolve_tag(const std::string& run, const std::string& tag) {
   if (!tag.empty()) return tag;
-  const fs::path root = fs::path(run) / "embed";
-  std::vector<std::string> tags;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(root, ec)) {
-    if (entry.is_directory()) tags.push_back(entry.path().filename().string());
-  }
-  std::sort(tags.begin(), tags.end());
+  const std::vector<std::string> tags = RunLayout(run).names(kEmbedStage);
   if (tags.size() != 1) {
-    fail<InvalidInput>("'{}' holds {} embed outputs ({}): name one with --tag", root.string(),
-                       tags.size(), fmt::join(tags, ", "));
+    fail<InvalidInput>("'{}' holds {} embed outputs ({}): name one with --tag",
+                       RunLayout(run).stage_root(kEmbedStage), tags.size(), fmt::join(tags, ", "));
   }
   return tags.front();
 }
@@ -284,7 +270,7 @@ std::vector<std::string> embed_part_dirs(const std::string& embed_root) {
 int run(const Config& config, Comm& comm) {
   Plan plan;
   plan.tag = decided_by_root(comm, [&] { return resolve_tag(config.run, config.tag); });
-  const std::string embed_root = (fs::path(config.run) / "embed" / plan.tag).string();
+  const std::string embed_root = RunLayout(config.run).stage_root(kEmbedStage, plan.tag);
   const std::vector<std::string> part_dirs = nlohmann::json::parse(decided_by_root(comm, [&] {
     return nlohmann::json(embed_part_dirs(embed_root)).dump();
   })).get<std::vector<std::string>>();
@@ -302,7 +288,7 @@ int run(const Config& config, Comm& comm) {
       return s->dump();
     }));
     const std::string patchgen_dir =
-        part_dir((fs::path(config.run) / "patchgen").string(), p, parts);
+        RunLayout(config.run).stage_dir(kPatchgenStage, "", p, parts);
     infos.push_back(load_index_info(patchgen_dir));
     if (embed_success.value("patchgen_fingerprint", "") != infos.back().config_fingerprint) {
       fail<InvalidInput>("'{}' was made from another patch run than '{}' holds now (patchgen was "
@@ -319,7 +305,8 @@ int run(const Config& config, Comm& comm) {
   plan.encoder = default_encoder_name(config, plan.patch_encoder);
   plan.method = config.slide_encoder.empty() ? config.pooling : "torchscript";
   plan.files_prefix = to_string(config.level);
-  plan.dir = (fs::path(config.run) / "slides" / default_name(config, plan.encoder)).string();
+  plan.dir =
+      RunLayout(config.run).stage_dir(kAggregateStage, default_name(config, plan.encoder), 0, 1);
   if (!config.slide_encoder.empty()) {
     fingerprint_text += "slide_encoder_sha256 = " + decided_by_root(comm, [&] {
       return sha256_file(config.slide_encoder);
@@ -327,8 +314,11 @@ int run(const Config& config, Comm& comm) {
   }
   const std::string fingerprint = sha256_hex(fingerprint_text);
   AggregateWork work(config, plan);
-  StageRun run{"aggregate", plan.dir, config.config_ini, fingerprint, config.stage,
-               {{"tag", plan.tag}, {"level", plan.files_prefix}, {"embed_parts", parts}}};
+  std::vector<std::string> inputs = part_dirs;
+  for (const auto& info : infos) inputs.push_back(info.stage_dir);
+  StageRun run{kAggregateStage, plan.dir, config.config_ini, fingerprint, config.stage,
+               {{"tag", plan.tag}, {"level", plan.files_prefix}, {"embed_parts", parts}},
+               {config.run, inputs}};
   return run_stage(comm, run, work);
 }
 

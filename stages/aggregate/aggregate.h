@@ -1,6 +1,6 @@
 // aggregate's entry point: slide-level (or patient-level) vectors from a completed embed output.
 // Reads RUN/embed/<tag>/ (every part) and the patch runs it was made from, and writes
-// RUN/slides/<name>/: per slide (patient) TRIDENT's slide_features_<encoder>/<id>.h5 and a .pt
+// RUN/aggregate/<name>/: per slide (patient) TRIDENT's slide_features_<encoder>/<id>.h5 and a .pt
 // tensor, written by rank i mod R for the i-th item; then rank 0 gathers the vectors into one
 // cohort file (slides.h5 or patients.h5) and lists the items skipped for want of patches.
 #pragma once

@@ -9,8 +9,8 @@
 #include <string>
 
 #include "common/h5/h5.h"
-#include "stages/aggregate/cohort_file.h"
-#include "stages/aggregate/slide_files.h"
+#include "common/store/slide_vectors.h"
+#include "common/store/slide_features.h"
 #include "tests/e2e/e2e_util.h"
 #include "tests/synthslide/cohort.h"
 #include "tests/synthslide/synthslide.h"
@@ -73,10 +73,10 @@ class AggregateE2E : public ::testing::Test {
     dir_ = nullptr;
   }
   static std::string run() { return (*dir_) / "run"; }
-  static std::string out(const std::string& name) { return run() + "/slides/" + name; }
+  static std::string out(const std::string& name) { return run() + "/aggregate/" + name; }
   static std::string embed_dir() { return run() + "/embed/vit-tiny"; }
   static int patch_dim() {
-    return aggregate::read_slide_features(embed_dir() + "/features/S0001.h5").dim;
+    return read_slide_features(embed_dir() + "/features/S0001.h5").dim;
   }
   static int aggregate(int ranks, const std::string& args, std::string* log) {
     return run_command(mpirun(ranks) + kAggregate + " --run " + run() + " " + args, log);

@@ -9,13 +9,13 @@
 #include <filesystem>
 #include <map>
 #include <random>
-#include <regex>
 #include <set>
 #include <unordered_set>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "common/store/files.h"
 #include "common/core/clock.h"
 #include "common/core/cpu.h"
 #include "common/core/error.h"
@@ -24,6 +24,7 @@
 #include "common/core/progress.h"
 #include "common/h5/h5.h"
 #include "common/stage/partition.h"
+#include "common/stage/lineage.h"
 #include "common/stage/skeleton.h"
 #include "common/store/embeddings.h"
 #include "common/store/index.h"
@@ -81,9 +82,9 @@ std::vector<std::string> list_dirs(const std::string& dir) {
 
 std::string resolve_tag(const Config& config) {
   if (!config.tag.empty()) return config.tag;
-  const std::string embed = (fs::path(config.run) / "embed").string();
+  const std::string embed = (fs::path(config.run) / kEmbedStage).string();
   std::vector<std::string> tags;
-  for (const auto& name : list_dirs(embed)) {
+  for (const auto& name : RunLayout(config.run).names(kEmbedStage)) {
     if (is_safe_slide_id(name)) tags.push_back(name);
   }
   if (tags.size() == 1) return tags[0];
@@ -96,8 +97,7 @@ std::string resolve_tag(const Config& config) {
 }
 
 bool is_complete(const std::string& dir) {
-  return path_exists((fs::path(dir) / "_SUCCESS").string()) &&
-         !path_exists((fs::path(dir) / "_STALE").string());
+  return path_exists(stage_file(dir, kSuccessFile)) && stale_reason(dir).empty();
 }
 
 std::string relative_to(const std::string& path, const std::string& base) {
@@ -127,8 +127,9 @@ Decision decide(const Config& config) {
   Decision d;
   d.tag = resolve_tag(config);
   d.name = config.name.empty() ? d.tag : config.name;
-  const std::string embed_root = (fs::path(config.run) / "embed" / d.tag).string();
-  const std::string out = (fs::path(config.run) / "ingest" / d.name).string();
+  const RunLayout layout(config.run);
+  const std::string embed_root = layout.stage_root(kEmbedStage, d.tag);
+  const std::string out = layout.stage_root(kIngestStage, d.name);
   d.embed_parts = discover_parts(embed_root);
   for (int p : config.embed_parts) {
     if (p >= d.embed_parts) {
@@ -161,7 +162,8 @@ Decision decide(const Config& config) {
       std::error_code ec;
       fs::remove(fs::path(out) / kCatalogFile, ec);
       for (const auto& name : list_dirs(out)) {
-        if (name.rfind("gen-", 0) == 0 && name != "gen-00000") {
+        const auto g = parse_generation_name(name);
+        if (g && *g != 0) {
           remove_tree((fs::path(out) / name).string());
         }
       }
@@ -181,6 +183,14 @@ Decision decide(const Config& config) {
   std::set<int> in;
   if (d.previous) {
     require_same_settings(config, *d.previous, out);
+    // Appending to an index whose vectors were made from replaced inputs would extend a wrong
+    // answer; every generation must still be current.
+    for (int g = 0; g < d.generation; ++g) {
+      const std::string why = stale_reason(generation_dir(out, g));
+      if (!why.empty()) {
+        fail<InvalidInput>("cannot append to '{}': {}; ingest anew with --overwrite", out, why);
+      }
+    }
     for (int p : d.previous->parts_in()) in.insert(p);
     if (d.previous->embed_parts != d.embed_parts) {
       fail<InvalidInput>("'{}' was made from {} embed part(s), '{}' now has {}: the embed output "
@@ -316,18 +326,13 @@ class IngestWork final : public StageWork {
       return std::nullopt;
     }
     const std::string trained = (fs::path(dir_) / kTrainedFile).string();
-    std::string problem;
-    if (comm.rank() == 0 && !path_exists(trained)) {
-      try {
-        train(index, trained);
-      } catch (const Error& e) {
-        problem = e.what();
-      }
-    }
-    // Ranks sleep in the barrier while rank 0 trains, leaving it the cores.
-    comm.barrier();
-    problem = comm.broadcast(problem, 0);
-    if (!problem.empty()) throw InvalidInput(problem);
+    // Ranks sleep in the barrier while rank 0 trains, leaving it the cores; a training error
+    // keeps its type (bad input, or an I/O failure writing trained.faiss).
+    done_by_root(
+        comm, [&] {
+          if (!path_exists(trained)) train(index, trained);
+        },
+        /*wait_in_barrier=*/true);
     template_.emplace(VectorIndex::read(trained, false));
     return std::nullopt;
   }
@@ -605,11 +610,7 @@ class IngestWork final : public StageWork {
   }
 
   void maybe_die(int rank, int64_t added) const {
-    if (rank == config_.debug_kill_rank && config_.debug_kill_after >= 0 &&
-        added >= config_.debug_kill_after) {
-      spdlog::warn("debug: rank {} kills itself after adding {} vectors", rank, added);
-      kill(getpid(), SIGKILL);
-    }
+    config_.stage.faults.point(rank, added, "vectors added");
   }
 
   // Rank 0: trains `index` on a deterministic sample of this generation's rows and writes the
@@ -683,18 +684,13 @@ class IngestWork final : public StageWork {
 
 }  // namespace
 
-std::string generation_dir(const std::string& ingest_dir, int generation) {
-  return (fs::path(ingest_dir) / fmt::format("gen-{:05d}", generation)).string();
-}
-
 int discover_parts(const std::string& embed_root) {
   if (path_exists((fs::path(embed_root) / "run.json").string())) return 1;
-  static const std::regex kPart("part-(\\d{5})-of-(\\d{5})");
   int parts = 0;
   for (const auto& name : list_dirs(embed_root)) {
-    std::smatch m;
-    if (!std::regex_match(name, m, kPart)) continue;
-    const int q = std::stoi(m[2]);
+    const auto part = parse_part_name(name);
+    if (!part) continue;
+    const int q = part->parts;
     if (parts != 0 && q != parts) {
       fail<InvalidInput>("'{}' holds parts of {} and of {} parts: remove the folders of the "
                          "earlier split",
@@ -713,8 +709,8 @@ int run(const Config& config, Comm& comm) {
   // Rank 0 decides; the others receive the decision (or the error).
   const nlohmann::json decided = nlohmann::json::parse(
       decided_by_root(comm, [&] { return decision_json(decide(config)).dump(); }));
-  const std::string ingest_dir =
-      (fs::path(config.run) / "ingest" / decided.at("name").get<std::string>()).string();
+  const RunLayout layout(config.run);
+  const std::string ingest_dir = layout.stage_root(kIngestStage, decided.at("name").get<std::string>());
   const Decision decision = decision_from(decided, ingest_dir);
   if (decision.nothing_to_do) {
     if (comm.rank() == 0) {
@@ -726,9 +722,10 @@ int run(const Config& config, Comm& comm) {
   // Every index string FAISS refuses is refused here, before anything is written.
   const Metric metric = parse_metric(config.metric);
 
-  const std::string embed_root = (fs::path(config.run) / "embed" / decision.tag).string();
-  const std::string patchgen_root = (fs::path(config.run) / "patchgen").string();
+  const std::string embed_root = layout.stage_root(kEmbedStage, decision.tag);
+  const std::string patchgen_root = layout.stage_root(kPatchgenStage);
   std::vector<std::optional<FileLock>> locks;
+  std::vector<std::string> inputs;
   std::vector<Source> sources;
   for (int p : decision.parts) {
     Source s;
@@ -738,8 +735,9 @@ int run(const Config& config, Comm& comm) {
     locks.push_back(hold_input(comm, s.embed_dir, config.stage));
     locks.push_back(hold_input(comm, s.patchgen_dir, config.stage));
     check_stage_input(comm, s.embed_dir, config.stage.verify);
+    inputs.insert(inputs.end(), {s.embed_dir, s.patchgen_dir});
     s.embed_success = read_json_file((fs::path(s.embed_dir) / "_SUCCESS").string()).value();
-    s.embeddings_path = (fs::path(s.embed_dir) / "embeddings.h5").string();
+    s.embeddings_path = (fs::path(s.embed_dir) / kEmbeddingsFile).string();
     s.info = load_index_info(s.patchgen_dir);
     if (s.embed_success.value("patchgen_fingerprint", "") != s.info.config_fingerprint) {
       fail<InvalidInput>("'{}' was embedded from another patch run than '{}' holds now: rerun "
@@ -776,7 +774,7 @@ int run(const Config& config, Comm& comm) {
   const std::string fingerprint = sha256_hex(identity);
   const std::string dir = generation_dir(ingest_dir, decision.generation);
   IngestWork work(config, decision, sources, dir, ingest_dir, fingerprint, dim);
-  StageRun stage_run{"ingest",
+  StageRun stage_run{kIngestStage,
                      dir,
                      config.config_ini,
                      fingerprint,
@@ -784,7 +782,8 @@ int run(const Config& config, Comm& comm) {
                      {{"tag", decision.tag},
                       {"name", decision.name},
                       {"generation", decision.generation},
-                      {"embed_parts", decision.parts}}};
+                      {"embed_parts", decision.parts}},
+                     {config.run, inputs}};
   if (comm.rank() == 0 && decision.generation == 0) make_directories(ingest_dir);
   return run_stage(comm, stage_run, work);
 }

@@ -9,10 +9,11 @@
 #include "common/core/error.h"
 #include "common/core/fs.h"
 #include "common/core/hash.h"
+#include "common/stage/layout.h"
 #include "common/stage/skeleton.h"
 #include "common/vector/catalog.h"
 #include "common/vector/vector_index.h"
-#include "stages/aggregate/cohort_file.h"
+#include "common/store/slide_vectors.h"
 
 namespace tessera::ingest {
 
@@ -20,9 +21,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The aggregate outputs under RUN/slides that hold a cohort file of `level`.
+// The aggregate outputs under RUN/aggregate that hold a cohort file of `level`.
 std::string resolve_source(const Config& config) {
-  const fs::path root = fs::path(config.run) / "slides";
+  const fs::path root = RunLayout(config.run).stage_root(kAggregateStage);
   if (!config.slides.empty()) return (root / config.slides).string();
   std::vector<std::string> names;
   std::error_code ec;
@@ -141,7 +142,7 @@ SlideCatalog load_slide_catalog(const std::string& dir) {
 int run_slide_level(const Config& config, Comm& comm) {
   const std::string source = decided_by_root(comm, [&] { return resolve_source(config); });
   const std::string name = config.name.empty() ? fs::path(source).filename().string() : config.name;
-  const std::string dir = (fs::path(config.run) / "ingest" / name).string();
+  const std::string dir = RunLayout(config.run).stage_root(kIngestStage, name);
   decided_by_root(comm, [&] {
     if (path_exists((fs::path(dir) / kCatalogFile).string())) {
       fail<InvalidInput>("'{}' holds a patch-level index (catalog.json): give another --name",
@@ -156,8 +157,9 @@ int run_slide_level(const Config& config, Comm& comm) {
       sha256_hex(config.fingerprint_ini + "slides = " +
                  source_run.value("config_fingerprint", "") + "\n");
   SlideIndexWork work(config, source, dir);
-  StageRun run{"ingest", dir, config.config_ini, fingerprint, config.stage,
-               {{"level", config.level}, {"slides", fs::path(source).filename().string()}}};
+  StageRun run{kIngestStage, dir, config.config_ini, fingerprint, config.stage,
+               {{"level", config.level}, {"slides", fs::path(source).filename().string()}},
+               {config.run, {source}}};
   return run_stage(comm, run, work);
 }
 

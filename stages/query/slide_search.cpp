@@ -9,8 +9,8 @@
 #include "common/core/error.h"
 #include "common/core/fs.h"
 #include "common/vector/vector_index.h"
-#include "stages/aggregate/cohort_file.h"
-#include "stages/aggregate/slide_files.h"
+#include "common/store/slide_vectors.h"
+#include "common/store/slide_features.h"
 #include "stages/ingest/slide_index.h"
 
 namespace tessera::query {
@@ -190,7 +190,7 @@ SlideMosaic slide_mosaic(const Catalog& catalog, const std::string& slide_id,
   for (const auto& source : catalog.sources) {
     const std::string path = catalog.path(source.embed_dir + "/features/" + slide_id + ".h5");
     if (!path_exists(path)) continue;
-    const aggregate::SlideFeatures f = aggregate::read_slide_features(path);
+    const SlideFeatures f = read_slide_features(path);
     if (f.rows == 0) fail<InvalidInput>("slide '{}' has no patches: no mosaic to search", slide_id);
     if (f.dim != catalog.dim) {
       fail<IoError>("'{}' holds features of dimension {}, the index {}", path, f.dim, catalog.dim);

@@ -15,8 +15,8 @@
 #include "common/core/error.h"
 #include "common/h5/h5.h"
 #include "common/slide/png_io.h"
-#include "stages/aggregate/cohort_file.h"
-#include "stages/aggregate/slide_files.h"
+#include "common/store/slide_vectors.h"
+#include "common/store/slide_features.h"
 #include "tests/synthslide/tissue_classes.h"
 
 namespace tessera::retrieval {
@@ -180,11 +180,11 @@ nlohmann::json evaluate(const ChainSpec& spec, const Executables& exes) {
   int64_t patch_size_level0 = 0;
   {
     std::map<int, std::vector<std::pair<std::string, int64_t>>> by_class;
-    std::map<std::string, aggregate::SlideFeatures> features;
+    std::map<std::string, SlideFeatures> features;
     for (const auto& [id, slide] : slides) {
       const std::string path = embed_dir + "/features/" + id + ".h5";
       if (!fs::exists(path)) continue;
-      aggregate::SlideFeatures f = aggregate::read_slide_features(path);
+      SlideFeatures f = read_slide_features(path);
       dim = f.dim;
       patch_size_level0 = f.attributes.patch_size_level0;
       patches_of_patient[slide.patient] += f.rows;
@@ -254,7 +254,7 @@ nlohmann::json evaluate(const ChainSpec& spec, const Executables& exes) {
 
   // Slide-level modes over the slides that have a vector.
   const CohortVectors cohort =
-      read_cohort_vectors(run_dir + "/slides/" + slide_index + "/slides.h5");
+      read_cohort_vectors(run_dir + "/aggregate/" + slide_index + "/slides.h5");
   const auto chance = [&](const std::string& id) {
     const Slide& s = slides.at(id);
     double eligible = 0, same = 0;

@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include "tests/e2e/e2e_util.h"
+
 namespace tessera::retrieval {
 namespace {
 
@@ -64,6 +66,50 @@ TEST(Retrieval, SlideSearchAndMosaicVotingBeatChanceOnALabelledCohort) {
   }
   // Patches: better than the share of the commonest class could give by luck.
   EXPECT_GT(modes.at("patch").at("precision_at_10").get<double>(), 0.5);
+
+  // Patient level on the same run: vectors, index, and the nearest patients of a patient.
+  const std::string run = (dir / "run").string();
+  const std::string mpi = exes.mpirun_for(2);
+  std::string log;
+  ASSERT_EQ(e2e::run_command(mpi + exes.aggregate + " --run " + run + " --level patient", &log), 0)
+      << log;
+  ASSERT_EQ(e2e::run_command(exes.ingest + " --run " + run +
+                                 " --level patient --slides mean-vit-tiny-patient --normalize",
+                             &log),
+            0)
+      << log;
+  const std::string patients = run + "/ingest/mean-vit-tiny-patient";
+  // (stderr, the log, is left out of what is parsed)
+  ASSERT_EQ(e2e::run_command("(" + exes.query + " --index " + patients +
+                                 " --similar-patient P002 -k 3 --format json 2>/dev/null)",
+                             &log),
+            0)
+      << log;
+  const nlohmann::json j = nlohmann::json::parse(log);
+  EXPECT_EQ(j.at("query").at("id"), "P002");
+  ASSERT_EQ(j.at("hits").size(), 3u);
+  for (const auto& h : j.at("hits")) {
+    EXPECT_NE(h.at("patient_id"), "P002");
+    EXPECT_TRUE(h.contains("diagnosis"));
+  }
+  ASSERT_EQ(e2e::run_command(exes.query + " --index " + patients + " --similar-patient P002 -k 3",
+                             &log),
+            0);
+  EXPECT_NE(log.find("nearest patients of patient P002"), std::string::npos) << log;
+  // The wrong level, an unknown id: refused (exit 2) with the reason.
+  EXPECT_EQ(e2e::run_command(exes.query + " --index " + patients + " --similar-slide S0001", &log),
+            2);
+  EXPECT_NE(log.find("patient-level index"), std::string::npos) << log;
+  EXPECT_EQ(e2e::run_command(exes.query + " --index " + patients + " --similar-patient P999", &log),
+            2);
+  EXPECT_NE(log.find("unknown patient 'P999'"), std::string::npos) << log;
+  // A mosaic vote over 3 ranks ranks the same slides as over 1.
+  const std::string vote = " --index " + run + "/ingest/vit-tiny --slide S0003 --mosaic-vote -k 5" +
+                           " --format json 2>/dev/null)";
+  std::string one, three;
+  ASSERT_EQ(e2e::run_command("(" + exes.query + vote, &one), 0) << one;
+  ASSERT_EQ(e2e::run_command("(" + exes.mpirun_for(3) + exes.query + vote, &three), 0) << three;
+  EXPECT_EQ(nlohmann::json::parse(one).at("slides"), nlohmann::json::parse(three).at("slides"));
   if (!::testing::Test::HasFailure()) fs::remove_all(dir);
 }
 

@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace tessera::aggregate {
+namespace tessera {
 
 // TRIDENT's attributes of /coords (docs/formats.md, features/<slide_id>.h5).
 struct CoordsAttributes {
@@ -45,4 +45,4 @@ void write_trident_slide_file(const std::string& path, const std::string& name,
                               const std::vector<int64_t>& coords, const CoordsAttributes& attributes,
                               const nlohmann::json& root);
 
-}  // namespace tessera::aggregate
+}  // namespace tessera

@@ -1,4 +1,4 @@
-// The cohort file of an aggregate output: RUN/slides/<name>/slides.h5 (slide level) or
+// The cohort file of an aggregate output: RUN/aggregate/<name>/slides.h5 (slide level) or
 // patients.h5 (patient level), one row per slide or patient that has a vector, loadable in one
 // line for scikit-learn:
 //
@@ -25,6 +25,20 @@
 namespace tessera {
 
 inline constexpr int64_t kCohortFileFormatVersion = 1;
+
+// Dataset and group names of the cohort file and of aggregate's rank vector files.
+namespace slide_vector_names {
+inline constexpr const char* kFeatures = "features";    // float32 [N, D]
+inline constexpr const char* kIds = "ids";              // string [N]
+inline constexpr const char* kPatientId = "patient_id"; // string [N]
+inline constexpr const char* kSlides = "slides";        // string [N]
+inline constexpr const char* kNPatches = "n_patches";   // int64 [N]
+inline constexpr const char* kLabels = "labels";        // group: string [N] per column
+inline constexpr const char* kSkipped = "skipped";      // group: ids, reason
+inline constexpr const char* kReason = "reason";        // string [M]
+inline constexpr const char* kItem = "item";            // rank files: int64 [m]
+inline constexpr const char* kVectors = "vectors";      // rank files: float32 [m, D]
+}  // namespace slide_vector_names
 
 struct CohortVectors {
   std::string level;          // "slide" or "patient"
@@ -55,5 +69,16 @@ void write_cohort_vectors(const std::string& path, const CohortVectors& cohort);
 // Reads a cohort file. Throws IoError naming the file when it is unreadable, of another format
 // version, or inconsistent.
 CohortVectors read_cohort_vectors(const std::string& path);
+
+// aggregate's rank vector file (vectors/rank-NNNNN.h5): the rank's item numbers, patches pooled
+// and vectors (rows x dim). write_rank_vectors writes `path` directly (a staging path); both
+// throw IoError naming the file.
+struct RankVectors {
+  std::vector<int64_t> items, n_patches;
+  std::vector<float> vectors;
+  int dim = 0;
+};
+void write_rank_vectors(const std::string& path, const RankVectors& v);
+RankVectors read_rank_vectors(const std::string& path);
 
 }  // namespace tessera

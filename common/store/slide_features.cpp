@@ -1,4 +1,4 @@
-#include "stages/aggregate/slide_files.h"
+#include "common/store/slide_features.h"
 
 #include <filesystem>
 
@@ -6,7 +6,7 @@
 #include "common/h5/h5.h"
 #include "common/store/embeddings.h"
 
-namespace tessera::aggregate {
+namespace tessera {
 
 namespace fs = std::filesystem;
 
@@ -86,4 +86,4 @@ void write_trident_slide_file(const std::string& path, const std::string& name,
   if (ec) fail<IoError>("cannot rename '{}' to '{}': {}", temp, path, ec.message());
 }
 
-}  // namespace tessera::aggregate
+}  // namespace tessera
