@@ -23,7 +23,6 @@ namespace tessera {
 inline constexpr const char* kPatchgenStage = "patchgen";
 inline constexpr const char* kEmbedStage = "embed";
 inline constexpr const char* kIngestStage = "ingest";
-inline constexpr const char* kAggregateStage = "aggregate";
 
 // Files of a stage directory the skeleton owns.
 inline constexpr const char* kRunFile = "run.json";

@@ -11,6 +11,11 @@
 #include "common/mpi/comm.h"
 #include "stages/aggregate/config.h"
 
+namespace tessera {
+// The stage's name in the stage graph (common/stage/layout.cpp): RUN/aggregate/<name>/.
+inline constexpr const char* kAggregateStage = "aggregate";
+}  // namespace tessera
+
 namespace tessera::aggregate {
 
 // Collective. Returns the exit code, the same on every rank: 0 on success (items without patches

@@ -13,6 +13,7 @@
 #include "common/stage/skeleton.h"
 #include "common/vector/catalog.h"
 #include "common/vector/vector_index.h"
+#include "stages/aggregate/aggregate.h"
 #include "common/store/slide_vectors.h"
 
 namespace tessera::ingest {
@@ -23,21 +24,19 @@ namespace {
 
 // The aggregate outputs under RUN/aggregate that hold a cohort file of `level`.
 std::string resolve_source(const Config& config) {
-  const fs::path root = RunLayout(config.run).stage_root(kAggregateStage);
-  if (!config.slides.empty()) return (root / config.slides).string();
+  const RunLayout layout(config.run);
+  if (!config.slides.empty()) return layout.stage_root(kAggregateStage, config.slides);
   std::vector<std::string> names;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(root, ec)) {
-    if (path_exists((entry.path() / cohort_file_name(config.level)).string())) {
-      names.push_back(entry.path().filename().string());
-    }
+  for (const auto& name : layout.names(kAggregateStage)) {
+    const fs::path dir = layout.stage_root(kAggregateStage, name);
+    if (path_exists((dir / cohort_file_name(config.level)).string())) names.push_back(name);
   }
-  std::sort(names.begin(), names.end());
   if (names.size() != 1) {
     fail<InvalidInput>("'{}' holds {} aggregate outputs at {} level ({}): name one with --slides",
-                       root.string(), names.size(), config.level, fmt::join(names, ", "));
+                       (fs::path(layout.run()) / kAggregateStage).string(), names.size(),
+                       config.level, fmt::join(names, ", "));
   }
-  return (root / names.front()).string();
+  return layout.stage_root(kAggregateStage, names.front());
 }
 
 class SlideIndexWork final : public StageWork {
