@@ -23,7 +23,6 @@
 #include "common/core/hash.h"
 #include "common/core/progress.h"
 #include "common/h5/h5.h"
-#include "common/stage/partition.h"
 #include "common/stage/lineage.h"
 #include "common/stage/skeleton.h"
 #include "common/store/embeddings.h"
@@ -31,6 +30,7 @@
 #include "common/store/vector_meta.h"
 #include "common/vector/catalog.h"
 #include "common/vector/vector_index.h"
+#include "stages/ingest/route.h"
 #include "stages/ingest/slide_index.h"
 
 namespace tessera::ingest {
@@ -340,11 +340,9 @@ class IngestWork final : public StageWork {
   RankResult rank_work(const RankContext& context) override {
     const auto start = Clock::now();
     const int K = config_.shards;
-    const Partition owners = Partition::cyclic(K, context.world_size);
     std::vector<ShardBuild> builds;
     std::vector<int> slot(K, -1);  // shard -> index into builds, -1 when not this rank's
-    for (int64_t j = 0; j < owners.count(context.rank); ++j) {
-      const int k = static_cast<int>(owners.global_index(context.rank, j));
+    for (const int k : rank_shards(K, context.rank, context.world_size)) {
       make_directories((fs::path(dir_) / "shards" / shard_name(k)).string());
       ShardBuild& b = builds.emplace_back();
       b.shard = k;
@@ -361,16 +359,14 @@ class IngestWork final : public StageWork {
       if (config_.assign == Assign::kBySlide) placed = assign_by_slide(part_slides(), fill);
       int64_t sequence = decision_.previous ? decision_.previous->rows() : 0;
       // Rows this rank reads: its shards' slides (by-slide) or every row (cyclic).
+      std::vector<std::vector<RowRange>> ranges(sources_.size());
       int64_t to_read = 0;
       for (size_t s = 0; s < sources_.size(); ++s) {
-        if (config_.assign == Assign::kCyclic) {
-          to_read += sources_[s].info.rows;
-          continue;
-        }
-        const PartSlides slides = part_slides_of(sources_[s]);
-        for (size_t i = 0; i < slides.rows.size(); ++i) {
-          if (slot[placed[s][i]] >= 0) to_read += slides.rows[i];
-        }
+        const IndexInfo& info = sources_[s].info;
+        ranges[s] = rank_row_ranges(config_.assign, part_slides_of(info.slides),
+                                    placed.empty() ? std::vector<int>() : placed[s],
+                                    info.slide_offset, info.rows, slot);
+        for (const RowRange& r : ranges[s]) to_read += r.count;
       }
       Progress progress("ingest", to_read, {context.rank, 0, 1}, context.rank == 0,
                         (fs::path(dir_) / "progress.jsonl").string());
@@ -382,19 +378,7 @@ class IngestWork final : public StageWork {
           fail<IoError>("'{}' holds embeddings of dimension {}, part {} has {}",
                         source.embeddings_path, reader.dim(), sources_.front().part, dim_);
         }
-        // The row ranges to read, each with its shard (-1: route row by row, cyclic).
-        std::vector<std::array<int64_t, 3>> ranges;
-        if (config_.assign == Assign::kBySlide) {
-          const PartSlides slides = part_slides_of(source);
-          for (size_t i = 0; i < slides.slides.size(); ++i) {
-            const int k = placed[s][i];
-            if (slot[k] < 0) continue;
-            ranges.push_back({source.info.slide_offset[slides.slides[i]], slides.rows[i], k});
-          }
-        } else {
-          ranges.push_back({0, source.info.rows, -1});
-        }
-        for (const auto& [first, count, shard] : ranges) {
+        for (const auto& [first, count, shard] : ranges[s]) {
           for (int64_t at = first; at < first + count; at += config_.chunk_rows) {
             const int64_t n = std::min(config_.chunk_rows, first + count - at);
             auto t = Clock::now();
@@ -549,21 +533,9 @@ class IngestWork final : public StageWork {
     return fill;
   }
 
-  static PartSlides part_slides_of(const Source& source) {
-    PartSlides p;
-    const SlideTable& t = source.info.slides;
-    for (size_t s = 0; s < t.size(); ++s) {
-      if (t.patch_count[s] > 0) {
-        p.slides.push_back(static_cast<int32_t>(s));
-        p.rows.push_back(t.patch_count[s]);
-      }
-    }
-    return p;
-  }
-
   std::vector<PartSlides> part_slides() const {
     std::vector<PartSlides> parts;
-    for (const Source& s : sources_) parts.push_back(part_slides_of(s));
+    for (const Source& s : sources_) parts.push_back(part_slides_of(s.info.slides));
     return parts;
   }
 

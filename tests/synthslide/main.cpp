@@ -6,6 +6,7 @@
 
 #include "common/core/error.h"
 #include "common/core/options.h"
+#include "tests/synthslide/dicom_main.h"
 #include "tests/synthslide/synthslide.h"
 #include "tests/synthslide/tissue_classes.h"
 
@@ -13,6 +14,7 @@ namespace po = boost::program_options;
 
 int main(int argc, char** argv) {
   tessera::synth::SlideSpec spec;
+  tessera::synth::DicomOptions dicom;
   po::options_description options("synthslide: write a synthetic pyramidal tiled JPEG TIFF slide");
   // clang-format off
   options.add_options()
@@ -38,6 +40,7 @@ int main(int argc, char** argv) {
        "necrosis)")
       ("class-mask-out", po::value(&spec.class_mask_path),
        "write the class mask PNG here (class id 1..4 per mask pixel, 0 background)");
+  tessera::synth::add_dicom_options(options, dicom);
   // clang-format on
   try {
     po::variables_map vm;
@@ -64,6 +67,7 @@ int main(int argc, char** argv) {
     return tessera::kExitBadInput;
   }
   try {
+    if (dicom.format != "tiff") return tessera::synth::run_dicom(spec, dicom);
     const auto summary = tessera::synth::write_slide(spec);
     spdlog::info("synthslide: wrote '{}' {}x{} seed {}: {} levels, tissue {:.3f}, {} bytes{}",
                  spec.path, spec.width, spec.height, spec.seed, summary.level_dims.size(),
