@@ -31,6 +31,7 @@
 #include "common/vector/catalog.h"
 #include "common/vector/vector_index.h"
 #include "stages/ingest/route.h"
+#include "stages/ingest/slide_index.h"
 
 namespace tessera::ingest {
 
@@ -676,6 +677,7 @@ int discover_parts(const std::string& embed_root) {
 }
 
 int run(const Config& config, Comm& comm) {
+  if (config.level != "patch") return run_slide_level(config, comm);
   // Rank 0 decides; the others receive the decision (or the error).
   const nlohmann::json decided = nlohmann::json::parse(
       decided_by_root(comm, [&] { return decision_json(decide(config)).dump(); }));

@@ -30,6 +30,17 @@ OptionTable option_table() {
       ("patch", kRunControl, po::value<int64_t>(), "a stored patch, by patch id")
       ("slide", kRunControl, po::value<std::string>(),
        "with --x and --y: the stored patch of this slide nearest a level-0 point")
+      ("similar-slide", kRunControl, po::value<std::string>(),
+       "the slides nearest this slide's vector (--index: an ingest --level slide output)")
+      ("similar-patient", kRunControl, po::value<std::string>(),
+       "the patients nearest this patient's vector (--index: an ingest --level patient output)")
+      ("mosaic-vote", kRunControl, po::bool_switch(),
+       "with --slide S (no --x --y): search a mosaic of S's patches and rank slides and patients "
+       "by votes (Yottixel)")
+      ("mosaic-percent", kRunControl, po::value<double>()->default_value(5.0),
+       "mosaic size: this share of the slide's patches (at least --mosaic-min)")
+      ("mosaic-min", kRunControl, po::value<int>()->default_value(8),
+       "smallest mosaic (or every patch of a smaller slide)")
       ("x", kRunControl, po::value<int64_t>(), "level-0 x of the point (with --slide)")
       ("y", kRunControl, po::value<int64_t>(), "level-0 y of the point (with --slide)")
       ("vectors", kRunControl, po::value<std::string>(),
@@ -72,13 +83,31 @@ Config config_from(const po::variables_map& v) {
     c.patch = v["patch"].as<int64_t>();
     ++sources;
   }
-  if (v.count("slide")) {
+  c.mosaic_vote = v["mosaic-vote"].as<bool>();
+  c.mosaic_percent = v["mosaic-percent"].as<double>();
+  c.mosaic_min = v["mosaic-min"].as<int>();
+  require(c.mosaic_percent > 0 && c.mosaic_percent <= 100, "mosaic-percent", "must be in (0, 100]");
+  require(c.mosaic_min >= 1 && c.mosaic_min <= 256, "mosaic-min", "must be 1..256");
+  if (v.count("similar-slide")) {
+    c.similar_slide = v["similar-slide"].as<std::string>();
+    ++sources;
+  }
+  if (v.count("similar-patient")) {
+    c.similar_patient = v["similar-patient"].as<std::string>();
+    ++sources;
+  }
+  if (v.count("slide") && c.mosaic_vote) {
+    c.slide = v["slide"].as<std::string>();
+    require(!v.count("x") && !v.count("y"), "mosaic-vote", "takes the whole slide: no --x --y");
+    ++sources;
+  } else if (v.count("slide")) {
     c.slide = v["slide"].as<std::string>();
     require(v.count("x") && v.count("y"), "slide", "needs --x and --y (a level-0 point)");
     c.x = v["x"].as<int64_t>();
     c.y = v["y"].as<int64_t>();
     ++sources;
   } else {
+    require(!c.mosaic_vote, "mosaic-vote", "needs --slide S");
     require(!v.count("x") && !v.count("y"), "x", "--x and --y go with --slide");
   }
   if (v.count("vectors")) {
@@ -90,7 +119,8 @@ Config config_from(const po::variables_map& v) {
     ++sources;
   }
   require(sources == 1, "patch",
-          "give exactly one query source: --patch, --slide with --x --y, --vectors or --image");
+          "give exactly one query source: --patch, --slide with --x --y, --slide with "
+          "--mosaic-vote, --similar-slide, --similar-patient, --vectors or --image");
   c.k = v["k"].as<int>();
   c.nprobe = v["nprobe"].as<int>();
   c.ef_search = v["ef-search"].as<int>();

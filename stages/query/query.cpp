@@ -24,6 +24,8 @@
 #include "stages/query/mosaic.h"
 #include "stages/query/report.h"
 #include "stages/query/search.h"
+#include "stages/query/slide_search.h"
+#include "stages/query/votes.h"
 
 namespace tessera::query {
 
@@ -68,7 +70,7 @@ std::vector<float> embed_image(const Config& config, const Catalog& catalog, Ima
 }
 
 Queries resolve(const Config& config, const Catalog& catalog, const VectorSlideTable& slides,
-                const PatchLookup& lookup) {
+                const PatchLookup& lookup, std::vector<MosaicPatch>* mosaic) {
   Queries q;
   auto stored = [&](const StoredPatch& p, std::string what) {
     std::vector<float> v = lookup.embedding(p);
@@ -85,6 +87,20 @@ Queries resolve(const Config& config, const Catalog& catalog, const VectorSlideT
     }
     stored(*p, fmt::format("patch {} ({} at {}, {})", p->patch_id, slides.slide_id[p->slide], p->x,
                            p->y));
+  } else if (config.mosaic_vote) {
+    const int32_t s = slide_index(slides, config.slide);
+    MosaicRule rule;
+    rule.percent = config.mosaic_percent;
+    rule.min_size = config.mosaic_min;
+    SlideMosaic m = slide_mosaic(catalog, config.slide, rule);
+    q.n = static_cast<int64_t>(m.patches.size());
+    q.vectors = std::move(m.vectors);
+    for (const auto& p : m.patches) {
+      q.info.push_back({fmt::format("mosaic of {}: patch at ({}, {})", config.slide, p.x, p.y), -1,
+                        s, 0});
+      q.stored.push_back({});
+    }
+    *mosaic = std::move(m.patches);
   } else if (!config.slide.empty()) {
     const StoredPatch p = lookup.nearest(slide_index(slides, config.slide), config.x, config.y);
     stored(p, fmt::format("slide {} at ({}, {}): patch {} at ({}, {})", config.slide, config.x,
@@ -135,7 +151,7 @@ void decode_queries(const std::string& bytes, int dim, Queries& q) {
 
 std::vector<QueryScope> scopes_for(const Config& config, const Queries& q,
                                    const VectorSlideTable& slides) {
-  if (!config.exclude_same_slide && !config.exclude_same_patient) return {};
+  if (!config.exclude_same_slide && !config.exclude_same_patient && !config.mosaic_vote) return {};
   std::vector<QueryScope> scopes(q.n);
   for (int64_t i = 0; i < q.n; ++i) {
     const int32_t s = q.info[i].slide;
@@ -144,7 +160,8 @@ std::vector<QueryScope> scopes_for(const Config& config, const Queries& q,
                          "stored patch (--patch or --slide), not {}",
                          config.vectors.empty() ? "--image" : "--vectors");
     }
-    if (config.exclude_same_slide) scopes[i].exclude_slide = s;
+    // A slide never votes for itself.
+    if (config.exclude_same_slide || config.mosaic_vote) scopes[i].exclude_slide = s;
     if (config.exclude_same_patient) {
       scopes[i].excluded_slides.assign(slides.size(), 0);
       const std::string& patient = slides.patient_id[s];
@@ -205,6 +222,9 @@ void write_mosaics(const Config& config, const Queries& q,
 }  // namespace
 
 int run(const Config& config, Comm& comm) {
+  if (!config.similar_slide.empty() || !config.similar_patient.empty()) {
+    return run_similar(config, comm);
+  }
   const Catalog catalog = load_catalog(config.index);
   require_current(catalog);
   const int K = static_cast<int>(catalog.shards.size());
@@ -226,10 +246,11 @@ int run(const Config& config, Comm& comm) {
 
   // Rank 0 resolves the queries (stored patches, files, an image) and tells the others.
   Queries queries;
+  std::vector<MosaicPatch> mosaic;
   std::optional<PatchLookup> lookup;
   const std::string resolved = decided_by_root(comm, [&] {
     lookup.emplace(catalog);
-    queries = resolve(config, catalog, slides, *lookup);
+    queries = resolve(config, catalog, slides, *lookup, &mosaic);
     return encode_queries(queries);
   });
   if (comm.rank() != 0) decode_queries(resolved, catalog.dim, queries);
@@ -308,7 +329,12 @@ int run(const Config& config, Comm& comm) {
                                  {"matching_rows", matching},
                                  {"load_s", load_s}};
   const std::string report =
-      format_report(config.format, queries.info, hits, slides, timing, search);
+      config.mosaic_vote
+          ? format_vote_report(config.format, config.slide, mosaic,
+                               vote_slides(hits, slides, catalog.metric == "ip"),
+                               vote_patients(hits, slides, catalog.metric == "ip"), slides,
+                               config.k, search)
+          : format_report(config.format, queries.info, hits, slides, timing, search);
   if (config.output.empty()) {
     std::fwrite(report.data(), 1, report.size(), stdout);
     std::fflush(stdout);
