@@ -39,8 +39,8 @@ class Run : public ::testing::Environment {
     for (int i = 0; i < 2; ++i) {
       synth::SlideSpec spec;
       spec.path = (dir() / fmt::format("s{}.tif", i)).string();
-      spec.width = 1400 + 200 * i;
-      spec.height = 1200;
+      spec.width = 2000 + 200 * i;
+      spec.height = 1600;
       spec.seed = 90 + i;
       spec.mpp = 0.5;
       synth::write_slide(spec);
@@ -128,17 +128,20 @@ void write_npy(const std::string& path, int64_t rows, int cols) {
 // default verification.
 TEST(QueryHostile, Case3DamageInsideAShardIsRefusedByDefault) {
   std::string log;
-  ASSERT_EQ(run_command(Run::ingest("damaged", "--shards 2"), &log), 0) << log;
+  ASSERT_EQ(run_command(Run::ingest("damaged", "--shards 1"), &log), 0) << log;
   const std::string victim = index_dir("damaged") + "/gen-00000/shards/shard-00000/index.faiss";
   std::string bytes = read_file(victim);
+  // The middle of the file lies beyond the ends that cheap verification hashes (64 KiB each).
+  ASSERT_GT(bytes.size(), 2u * 65536 + 64);
   for (size_t i = 0; i < 8; ++i) bytes[bytes.size() / 2 + i] ^= 0x5a;
   std::ofstream(victim, std::ios::binary | std::ios::trunc) << bytes;
   const std::string q = fmt::format("--patch {} -k 5", some_patch());
   EXPECT_EQ(run_command(query("damaged", q), &log), 1) << log;
   EXPECT_NE(log.find("shard-00000/index.faiss"), std::string::npos) << log;
   EXPECT_EQ(run_command(query("damaged", q + " --verify full"), &log), 1) << log;
+  EXPECT_EQ(run_command(query("damaged", q + " --verify cheap"), &log), 0) << log;  // documented
   // ingest --verify full repairs it.
-  ASSERT_EQ(run_command(Run::ingest("damaged", "--shards 2 --verify full"), &log), 0) << log;
+  ASSERT_EQ(run_command(Run::ingest("damaged", "--shards 1 --verify full"), &log), 0) << log;
   EXPECT_EQ(run_command(query("damaged", q), &log), 0) << log;
 }
 
@@ -155,10 +158,12 @@ TEST(QueryHostile, Case7PointsOutsideTheSlideAreRefusedBeyondOnePatch) {
   std::string log;
   EXPECT_EQ(run_command(query("base", "--slide a --x 999999 --y -999999 -k 3"), &log), 2) << log;
   EXPECT_NE(log.find("outside slide 'a'"), std::string::npos) << log;
-  EXPECT_EQ(run_command(query("base", "--slide a --x 1500 --y 600 -k 3"), &log), 2) << log;
-  // Within one patch (64 px at level 0 here) of the edge: the nearest patch.
-  EXPECT_EQ(run_command(query("base", "--slide a --x -60 --y 1250 -k 3"), &log), 0) << log;
-  EXPECT_EQ(run_command(query("base", "--slide a --x 1400 --y 0 -k 3"), &log), 0) << log;
+  EXPECT_EQ(run_command(query("base", "--slide a --x 2100 --y 600 -k 3"), &log), 2) << log;
+  EXPECT_EQ(run_command(query("base", "--slide a --x 600 --y -65 -k 3"), &log), 2) << log;
+  // Within one patch (64 px at level 0 here) of the edge (slide a is 2000 x 1600): the nearest
+  // patch.
+  EXPECT_EQ(run_command(query("base", "--slide a --x -60 --y 1650 -k 3"), &log), 0) << log;
+  EXPECT_EQ(run_command(query("base", "--slide a --x 2000 --y 0 -k 3"), &log), 0) << log;
 }
 
 // Case 8: 20,000 parentheses crashed query (SIGSEGV), alone, under mpirun and from --config.
