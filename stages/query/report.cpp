@@ -199,7 +199,9 @@ std::string format_report(const std::string& format, const std::vector<QueryInfo
                           const VectorSlideTable& slides, const Timing& timing,
                           const nlohmann::json& search) {
   ReportStream stream(format, slides, search);
-  return stream.begin() + stream.batch(0, queries, hits) + stream.end(timing);
+  std::string out = stream.begin();
+  out += stream.batch(0, queries, hits);  // before end(), which closes what batch() opened
+  return out + stream.end(timing);
 }
 
 }  // namespace tessera::query
