@@ -28,6 +28,7 @@
 #include "common/core/error.h"
 #include "common/core/fs.h"
 #include "common/h5/h5.h"
+#include "common/store/index.h"
 #include "common/stage/marker.h"
 #include "common/mpi/mpi_main.h"
 #include "stages/patchgen/config.h"
@@ -210,11 +211,10 @@ SlidePlan timed_plan(const Config& config, const std::string& qc_dir, Comm& comm
 
 // Rank 0 only: the run's index must hold exactly the planned patches, read as planned.
 void check_index_matches_plan(const std::string& stage_dir, const SlidePlan& plan) {
-  h5::File index = h5::File::open((fs::path(stage_dir) / "index.h5").string(), h5::Mode::kRead);
-  const auto coords = index.open_dataset("coords").read_all<int64_t>();
-  const h5::Group slides = index.open_group("slides");
-  const auto level = slides.open_dataset("level").read_all<int32_t>();
-  const auto read_size = slides.open_dataset("read_size").read_all<int32_t>();
+  const IndexInfo info = load_index_info(stage_dir);
+  const auto coords = IndexReader(info.path).read_range(0, info.rows).coords;
+  const auto& level = info.slides.level;
+  const auto& read_size = info.slides.read_size;
   bool same = coords.size() == 2 * plan.patches.size() && level.size() == 1 &&
               level[0] == plan.level.level && read_size[0] == plan.level.read_size;
   for (size_t i = 0; same && i < plan.patches.size(); ++i) {

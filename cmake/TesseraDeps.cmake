@@ -15,7 +15,13 @@ pkg_check_modules(TURBOJPEG REQUIRED IMPORTED_TARGET libturbojpeg)
 # libjpeg-turbo's libjpeg API (same library as TurboJPEG): the direct tile reader must set the
 # JPEG colour space as OpenSlide does, which the TurboJPEG API cannot.
 pkg_check_modules(JPEG REQUIRED IMPORTED_TARGET libjpeg)
-if(TESSERA_BUILD_PATCHGEN)
+# The slide library (OpenSlide, libtiff, OpenCV core/imgproc) serves patchgen, embed's
+# --source wsi and query's patch pixels and mosaics.
+set(TESSERA_NEEDS_SLIDE OFF)
+if(TESSERA_BUILD_PATCHGEN OR TESSERA_BUILD_EMBED OR TESSERA_BUILD_INGEST)
+  set(TESSERA_NEEDS_SLIDE ON)
+endif()
+if(TESSERA_NEEDS_SLIDE)
   pkg_check_modules(OPENSLIDE REQUIRED IMPORTED_TARGET openslide)
   pkg_check_modules(TIFF REQUIRED IMPORTED_TARGET libtiff-4)
   # Debian ships OpenCV's CMake config only in the full libopencv-dev (which drags imgcodecs, GDAL

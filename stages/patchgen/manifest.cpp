@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 
+#include "common/core/strings.h"
 #include "common/core/error.h"
 #include "common/core/fs.h"
 
@@ -81,12 +82,6 @@ std::vector<CsvRow> parse_csv(const std::string& text, std::vector<std::string>&
   if (in_quotes) problems.push_back(fmt::format("line {}: unterminated quoted field", row.line));
   end_row();
   return rows;
-}
-
-std::string trim(const std::string& s) {
-  size_t b = s.find_first_not_of(" \t");
-  size_t e = s.find_last_not_of(" \t");
-  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
 }
 
 bool has_nul(const std::string& s) { return s.find('\0') != std::string::npos; }
@@ -314,17 +309,6 @@ std::vector<std::string> check_manifest_files(const Manifest& manifest) {
   check_files_collecting(manifest, /*report_nul=*/true, problems);
   return problems;
 }
-
-namespace {
-
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n\r") == std::string::npos && trim(s) == s) return s;
-  std::string out = "\"";
-  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return out + "\"";
-}
-
-}  // namespace
 
 std::string directory_manifest(const std::string& dir, const std::vector<std::string>& extensions) {
   std::error_code ec;

@@ -9,6 +9,8 @@
 
 #include "common/core/error.h"
 #include "common/core/fs.h"
+#include "common/stage/layout.h"
+#include "common/vector/catalog.h"
 
 namespace tessera::query {
 
@@ -16,8 +18,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr std::array<const char*, 3> kStageFolders = {"patchgen", "embed", "ingest"};
-constexpr std::array<const char*, 3> kStageFiles = {"run.json", "catalog.json", "_SUCCESS"};
+// Files whose folder is a stage directory or an index.
+constexpr std::array<const char*, 3> kStageFiles = {kRunFile, kCatalogFile, kSuccessFile};
 
 }  // namespace
 
@@ -49,8 +51,8 @@ void check_output_path(const std::string& option, const std::string& path,
       }
     }
     if (!run.empty() && at.parent_path() == run) {
-      for (const char* stage : kStageFolders) {
-        if (at.filename() == stage) {
+      for (const StageDecl& stage : stage_graph()) {
+        if (at.filename() == stage.name) {
           fail<InvalidInput>("invalid {}: '{}' lies inside the stage folder '{}' of the run of "
                              "the index; write elsewhere (beside it in '{}' is fine)",
                              option, path, at.string(), run.string());
