@@ -24,6 +24,10 @@ endif()
 if(TESSERA_NEEDS_SLIDE)
   pkg_check_modules(OPENSLIDE REQUIRED IMPORTED_TARGET openslide)
   pkg_check_modules(TIFF REQUIRED IMPORTED_TARGET libtiff-4)
+  # DICOM whole-slide images: DCMTK parses the attributes (only its dcmdata library is linked),
+  # OpenJPEG decodes JPEG 2000 frames.
+  find_package(DCMTK CONFIG REQUIRED)
+  pkg_check_modules(OPENJPEG REQUIRED IMPORTED_TARGET libopenjp2)
   # Debian ships OpenCV's CMake config only in the full libopencv-dev (which drags imgcodecs, GDAL
   # and a serial HDF5 in); core and imgproc are found directly instead.
   find_path(OPENCV_INCLUDE_DIR opencv2/core.hpp PATH_SUFFIXES opencv4 REQUIRED)

@@ -283,6 +283,11 @@ void check_files_collecting(const Manifest& manifest, bool report_nul,
       }
     } else if (!fs::exists(path, ec)) {
       problems.push_back(fmt::format("slide '{}': {} '{}' does not exist", id, what, shown));
+    } else if (fs::is_directory(path, ec) && what == std::string("slide file")) {
+      // A folder is a DICOM series (common/slide/dicom_slide.h), read when the slide is opened.
+      if (::access(path.c_str(), R_OK | X_OK) != 0) {
+        problems.push_back(fmt::format("slide '{}': slide folder '{}' is not readable", id, shown));
+      }
     } else if (!fs::is_regular_file(path, ec)) {
       problems.push_back(fmt::format("slide '{}': {} '{}' is not a file", id, what, shown));
     } else if (::access(path.c_str(), R_OK) != 0) {
