@@ -289,11 +289,14 @@ class SourceReader {
   int dim_ = 0;
 };
 
-// The rows of one shard being built: its index, its metadata, its counts.
+// The rows of one shard being built: its index, its metadata, its counts. Nothing is allocated
+// for a shard until it receives rows (an empty shard costs a few hundred bytes, so a rank may own
+// many): its index is copied from the template at its first row, and its metadata rows (28 bytes
+// a row) are written to meta.h5 when the shard is written.
 struct ShardBuild {
   int shard = 0;
   std::optional<VectorIndex> index;
-  std::optional<VectorMetaWriter> meta;
+  VectorRows meta;
   int64_t rows = 0;
   // Rows routed to this shard from the current chunk, added in one call.
   std::vector<float> values;
@@ -346,9 +349,6 @@ class IngestWork final : public StageWork {
       make_directories((fs::path(dir_) / "shards" / shard_name(k)).string());
       ShardBuild& b = builds.emplace_back();
       b.shard = k;
-      b.index.emplace(template_->empty_copy());
-      b.meta.emplace(context.staging_path(meta_file(k)), k, sources_.front().info.patch_size,
-                     sources_.front().info.mpp);
       slot[k] = static_cast<int>(builds.size()) - 1;
     }
     double read_s = 0, add_s = 0;
@@ -407,8 +407,15 @@ class IngestWork final : public StageWork {
     VectorSlideTable slides = slide_table();
     int64_t rows = 0;
     for (ShardBuild& b : builds) {
+      // One shard at a time: an empty shard's index exists only while it is written.
+      if (!b.index) b.index.emplace(template_->empty_copy());
       b.index->write(context.staging_path(index_file(b.shard)));
-      b.meta->close(slides);
+      b.index.reset();
+      VectorMetaWriter meta(context.staging_path(meta_file(b.shard)), b.shard,
+                            sources_.front().info.patch_size, sources_.front().info.mpp);
+      meta.append(b.meta, 0, b.meta.size());
+      b.meta = {};
+      meta.close(slides);
       result.outputs.push_back(index_file(b.shard));
       result.outputs.push_back(meta_file(b.shard));
       shards.push_back({{"shard", b.shard}, {"rows", b.rows}});
@@ -548,10 +555,22 @@ class IngestWork final : public StageWork {
   }
 
   void add_rows(ShardBuild& b, const Chunk& chunk, size_t first, size_t n) {
+    if (n == 0) return;
+    if (!b.index) b.index.emplace(template_->empty_copy());
     b.index->add(chunk.values.data() + first * dim_, chunk.rows.patch_id.data() + first,
                  static_cast<int64_t>(n));
-    b.meta->append(chunk.rows, first, n);
+    append_rows(b.meta, chunk.rows, first, n);
     b.rows += static_cast<int64_t>(n);
+  }
+
+  static void append_rows(VectorRows& to, const VectorRows& from, size_t first, size_t n) {
+    to.patch_id.insert(to.patch_id.end(), from.patch_id.begin() + first,
+                       from.patch_id.begin() + first + n);
+    to.slide.insert(to.slide.end(), from.slide.begin() + first, from.slide.begin() + first + n);
+    to.coords.insert(to.coords.end(), from.coords.begin() + 2 * first,
+                     from.coords.begin() + 2 * (first + n));
+    to.tissue.insert(to.tissue.end(), from.tissue.begin() + first,
+                     from.tissue.begin() + first + n);
   }
 
   void route_cyclic(std::vector<ShardBuild>& builds, const std::vector<int>& slot,
@@ -575,8 +594,9 @@ class IngestWork final : public StageWork {
     for (ShardBuild& b : builds) {
       const size_t m = b.pending.size();
       if (m == 0) continue;
+      if (!b.index) b.index.emplace(template_->empty_copy());
       b.index->add(b.values.data(), b.pending.patch_id.data(), static_cast<int64_t>(m));
-      b.meta->append(b.pending, 0, m);
+      append_rows(b.meta, b.pending, 0, m);
       b.rows += static_cast<int64_t>(m);
     }
   }
@@ -732,6 +752,15 @@ int run(const Config& config, Comm& comm) {
                        sources.front().embed_dir, ingest_dir);
   }
   (void)VectorIndex::create(config.index, dim, metric);
+  if (decision.generation == 0) {
+    int64_t total = 0;
+    for (const Source& s : sources) total += s.info.rows;
+    if (config.shards > std::max<int64_t>(total, 1)) {
+      fail<InvalidInput>("--shards {} is more than the {} embedding(s) to ingest: at least {} "
+                         "shard(s) would stay empty; give at most {} shards",
+                         config.shards, total, config.shards - total, std::max<int64_t>(total, 1));
+    }
+  }
 
   std::string identity = config.fingerprint_ini;
   identity += fmt::format("resolved-tag = {}\nresolved-name = {}\ngeneration = {}\nparts = {}\n", decision.tag,

@@ -22,8 +22,9 @@ OptionTable option_table() {
        "ingest output to search: RUN/ingest/<tag> (the folder of catalog.json)")
       ("mmap", kRunControl, value_with_default<bool>(true),
        "map index files into memory instead of reading them (IVF lists, flat codes)")
-      ("verify", kRunControl, po::value<std::string>()->default_value("cheap"),
-       "check shard files against the catalog: cheap (sizes, file ends) or full (every byte)")
+      ("verify", kRunControl, po::value<std::string>()->default_value("full"),
+       "check the shard files this process loads against the catalog: full (the XXH3 of every "
+       "byte, once per load) or cheap (sizes and file ends only: damage inside a file is served)")
       ("threads", kRunControl, po::value<int>()->default_value(0),
        "search threads per process (0: the cores of its CPU affinity)");
   t.group("Query (exactly one source)")
@@ -63,7 +64,8 @@ OptionTable option_table() {
       ("exclude-same-patient", kRunControl, po::bool_switch(),
        "leave out patches of the query's patient")
       ("batch-size", kRunControl, po::value<int>()->default_value(0),
-       "queries searched per call (0: all at once; 1 gives each query's own latency)");
+       "queries searched per round, whose results are written before the next round (0: as "
+       "many as keep queries x k within 65536 hits; 1 gives each query's own latency)");
   t.group("Output")
       ("format", kRunControl, po::value<std::string>()->default_value("table"),
        "table, csv or json")

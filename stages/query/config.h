@@ -33,10 +33,10 @@ struct Config {
   std::string format = "table";         // table | csv | json
   std::string output;                   // results file ("" = standard output)
   std::string mosaic;                   // PNG of the query and its hits
-  int batch_size = 0;                   // queries searched per call (0: all at once)
+  int batch_size = 0;                   // queries per round (0: query_batch_size decides)
   int threads = 0;                      // search threads (0: the cores of the CPU affinity)
   bool mmap = true;                     // map IVF lists / flat codes instead of reading them
-  VerifyLevel verify = VerifyLevel::kCheap;
+  VerifyLevel verify = VerifyLevel::kFull;  // the files loaded, hashed once per load
   std::string device = "cpu";           // --image: where the model runs
 };
 

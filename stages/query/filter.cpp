@@ -339,12 +339,23 @@ class Parser {
     return node.children.size() == 1 ? node.children[0] : add_node(std::move(node));
   }
 
+  // Entered for each '(' and 'not': the parser and the evaluator recurse once per level, so the
+  // depth is bounded before it can exhaust the stack.
+  void descend(size_t pos) {
+    if (++depth_ > kMaxFilterDepth) {
+      error(pos, fmt::format("the filter nests deeper than {} levels of '(' and 'not'",
+                             kMaxFilterDepth));
+    }
+  }
+
   int parse_unary() {
     if (at_keyword("not")) {
+      descend(peek().pos);
       take();
       Node node;
       node.kind = Node::kNot;
       node.children.push_back(parse_unary());
+      --depth_;
       return add_node(std::move(node));
     }
     return parse_primary();
@@ -353,6 +364,7 @@ class Parser {
   int parse_primary() {
     const Token& t = take();
     if (t.kind == Tok::kLParen) {
+      descend(t.pos);
       const int inner = parse_or();
       const Token& close = peek();
       if (close.kind == Tok::kEnd) {
@@ -363,6 +375,7 @@ class Parser {
               fmt::format("unexpected {}; expected 'and', 'or' or ')'", describe(close)));
       }
       take();
+      --depth_;
       return inner;
     }
     if (t.kind != Tok::kBare || !t.keyword.empty()) {
@@ -378,6 +391,7 @@ class Parser {
       leaf.op = op.op;
       const Token& value = take();
       check_value(value, fmt::format("after '{}'", op.text));
+      check_text_order(leaf, schema, value);
       set_scalar(leaf, schema, value);
     } else if (op.kind == Tok::kBare && (op.keyword == "in" || op.keyword == "not")) {
       if (op.keyword == "not") {
@@ -414,6 +428,23 @@ class Parser {
     node.kind = Node::kLeaf;
     node.leaf = static_cast<int>(program_->leaves.size()) - 1;
     return add_node(std::move(node));
+  }
+
+  // An unquoted number ordered against a string column would compare bytes ("10" < "9"), which
+  // is never what it looks like; the reverse mismatch (a word against a number column) is
+  // refused too. Quoting the number asks for the text comparison.
+  void check_text_order(const Leaf& leaf, const ColumnSchema& schema, const Token& value) const {
+    const bool ordering = leaf.op == Op::kLt || leaf.op == Op::kLe || leaf.op == Op::kGt ||
+                          leaf.op == Op::kGe;
+    bool integral = false;
+    if (schema.type != ColumnType::kString || !ordering || value.kind != Tok::kBare ||
+        !is_number_syntax(value.text, &integral)) {
+      return;
+    }
+    error(value.pos, fmt::format("column '{}' is string but {} is a number: ordering text by a "
+                                 "number compares bytes (\"10\" < \"9\"); quote it ('{}') to "
+                                 "compare text",
+                                 schema.name, value.text, value.text));
   }
 
   void check_value(const Token& value, const std::string& where) const {
@@ -504,6 +535,7 @@ class Parser {
   const std::vector<ColumnSchema>& schema_;
   std::vector<Token> tokens_;
   size_t next_ = 0;
+  size_t depth_ = 0;
   std::shared_ptr<Program> program_;
 };
 
