@@ -206,6 +206,7 @@ Options options_from(const po::variables_map& v, const char* argv0) {
   if (geteuid() == 0) o.mpirun += " --allow-run-as-root";
   o.scratch = fs::absolute(v["scratch"].as<std::string>()).lexically_normal().string();
   o.out = v["out"].as<std::string>();
+  o.keep = v["keep"].as<bool>();
   if (o.out.empty() && !o.sizes.empty()) {
     o.out = (fs::path(o.scratch) / fmt::format("ingest_bench_{}.json", o.sizes.front().rows)).string();
   }
