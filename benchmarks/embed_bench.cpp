@@ -44,6 +44,7 @@
 #include "stages/embed/source.h"
 #include "stages/embed/work.h"
 #include "stages/patchgen/config.h"
+#include "common/store/embeddings.h"
 #include "common/store/index.h"
 #include "stages/patchgen/patchgen.h"
 #include "tests/synthslide/synthslide.h"
@@ -414,12 +415,12 @@ ModeRun stage_path(const std::string& kind, const Model& model, const Inputs& in
   r.metrics["cache_rank0"] = json::parse(comm.broadcast(cache.dump(), 0));
   {
     h5::File file = h5::File::open(shard, h5::Mode::kRead);
-    const auto ids = file.open_dataset("patch_id").read_all<int64_t>();
+    const auto ids = file.open_dataset(embedding_names::kPatchId).read_all<int64_t>();
     bool same = ids.size() == set.rows.size();
     const auto expected = reader.read_rows(set.rows).patch_id;
     for (size_t i = 0; same && i < ids.size(); ++i) same = ids[i] == expected[i];
     if (!same) fail<Error>("'{}' does not hold the benchmark's patch ids in order", shard);
-    r.embeddings = file.open_dataset("embeddings").read_all<float>();
+    r.embeddings = file.open_dataset(embedding_names::kEmbeddings).read_all<float>();
   }
   fs::remove(shard);
   return r;

@@ -40,6 +40,7 @@
 
 #include "benchmarks/bench_report.h"
 #include "benchmarks/synthetic_run.h"
+#include "common/store/files.h"
 #include "common/core/error.h"
 #include "common/core/fs.h"
 #include "common/core/hash.h"
@@ -491,7 +492,7 @@ struct Rows {
 };
 
 Rows read_rows(const std::string& run) {
-  h5::File file = h5::File::open((fs::path(run) / "embed" / kTag / "embeddings.h5").string(),
+  h5::File file = h5::File::open((fs::path(run) / "embed" / kTag / kEmbeddingsFile).string(),
                                  h5::Mode::kRead);
   h5::Dataset values = file.open_dataset(embedding_names::kEmbeddings);
   h5::Dataset ids = file.open_dataset(embedding_names::kPatchId);

@@ -6,6 +6,9 @@
 //                       conversion, no store) over each rank's share of the patches
 //   decode_limit        TurboJPEG decoding, from memory, of the tiles each rank's patches touch
 //                       (tjbench-style: the ceiling of any reader that decodes each tile once)
+//   patchgen_dicom      with --dicom VARIANT: patchgen (same options) on the slide's DICOM twin
+//                       (synthslide's writer, generated beside the slide when missing), whose
+//                       pixels equal the TIFF's: DICOM direct against TIFF direct
 // Writes one JSON report; see docs/performance.md for the method and the numbers.
 //
 //   mpirun -np R patchgen_bench --work DIR [--slide FILE] [--reps 3] [--warmup 1] [--out FILE]
@@ -28,6 +31,7 @@
 #include "common/core/error.h"
 #include "common/core/fs.h"
 #include "common/h5/h5.h"
+#include "common/store/index.h"
 #include "common/stage/marker.h"
 #include "common/mpi/mpi_main.h"
 #include "stages/patchgen/config.h"
@@ -37,6 +41,7 @@
 #include "stages/patchgen/patchgen.h"
 #include "stages/patchgen/plan.h"
 #include "common/slide/slide.h"
+#include "tests/synthslide/dicom_writer.h"
 #include "tests/synthslide/synthslide.h"
 
 namespace tessera::patchgen {
@@ -51,6 +56,8 @@ using nlohmann::json;
 constexpr double kTargetDirect = 3.0;
 constexpr double kTargetDecode = 0.5;
 constexpr double kTargetOpenSlide = 0.95;
+// DICOM through the direct reader within 10 % of the same slide as TIFF (issue 20).
+constexpr double kTargetDicom = 0.9;
 constexpr const char* kUsage =
     "mpirun -np R patchgen_bench --work DIR [--slide FILE] [--reps N] [--warmup N] [--out FILE] "
     "[patchgen options]";
@@ -72,10 +79,12 @@ struct BenchOptions {
   std::string compare;
   std::string cache;
   std::vector<std::string> modes;
+  std::string dicom;      // twin variant (jpeg-full, jpeg-sparse, j2k-full, j2k-sparse) or ""
+  std::string dicom_dir;  // its folder, beside the slide
 };
 
 const std::vector<std::string> kModes = {"patchgen", "patchgen_openslide", "reference",
-                                         "decode_limit"};
+                                         "decode_limit", "patchgen_dicom"};
 
 po::options_description bench_options() {
   po::options_description desc("patchgen_bench options");
@@ -100,7 +109,11 @@ po::options_description bench_options() {
       ("modes", po::value<std::string>()->default_value(
                     "patchgen,patchgen_openslide,reference,decode_limit"),
        "comma-separated modes to measure, interleaved (a ratio and its target need both of its "
-       "modes): patchgen, patchgen_openslide, reference (the bare OpenSlide loop), decode_limit");
+       "modes): patchgen, patchgen_openslide, reference (the bare OpenSlide loop), decode_limit, "
+       "patchgen_dicom (added by --dicom)")
+      ("dicom", po::value<std::string>()->default_value(""),
+       "also measure patchgen_dicom on the slide's DICOM twin: jpeg-full, jpeg-sparse, j2k-full or "
+       "j2k-sparse (written beside the slide, SLIDE.dicom-VARIANT/, when missing)");
   po::options_description stage;
   add_options(stage);
   desc.add(bench::passed_through("patchgen options (passed through)", stage, kSetByBench));
@@ -125,9 +138,23 @@ BenchOptions bench_options_from(const po::variables_map& v, int world_size) {
   for (std::string mode; std::getline(modes, mode, ',');) {
     if (std::find(kModes.begin(), kModes.end(), mode) == kModes.end()) {
       fail<InvalidInput>("invalid --modes entry '{}': expected patchgen, patchgen_openslide, "
-                         "reference or decode_limit", mode);
+                         "reference, decode_limit or patchgen_dicom", mode);
     }
     if (std::find(o.modes.begin(), o.modes.end(), mode) == o.modes.end()) o.modes.push_back(mode);
+  }
+  o.dicom = v["dicom"].as<std::string>();
+  if (!o.dicom.empty()) {
+    if (o.dicom != "jpeg-full" && o.dicom != "jpeg-sparse" && o.dicom != "j2k-full" &&
+        o.dicom != "j2k-sparse") {
+      fail<InvalidInput>("invalid --dicom '{}': expected jpeg-full, jpeg-sparse, j2k-full or "
+                         "j2k-sparse", o.dicom);
+    }
+    o.dicom_dir = o.slide + ".dicom-" + o.dicom;
+    if (std::find(o.modes.begin(), o.modes.end(), "patchgen_dicom") == o.modes.end()) {
+      o.modes.push_back("patchgen_dicom");
+    }
+  } else if (std::find(o.modes.begin(), o.modes.end(), "patchgen_dicom") != o.modes.end()) {
+    fail<InvalidInput>("--modes patchgen_dicom needs --dicom VARIANT");
   }
   if (o.modes.empty()) fail<InvalidInput>("--modes names no mode");
   if (o.out.empty()) {
@@ -172,12 +199,41 @@ json ensure_slide(const BenchOptions& o) {
   return {{"generated", true}, {"generate_s", watch.seconds()}};
 }
 
+// Rank 0 only: writes the slide's DICOM twin when missing (from the TIFF's tiles, so the same
+// pixels: tests/synthslide/dicom_writer.h).
+json ensure_dicom(const BenchOptions& o) {
+  if (o.dicom.empty()) return nullptr;
+  if (fs::exists(o.dicom_dir)) return {{"path", o.dicom_dir}, {"generated", false}};
+  const Slide tiff = Slide::open(o.slide, SlideReader::kDirect);
+  synth::SlideSpec spec;
+  spec.path = o.slide;
+  spec.width = tiff.width();
+  spec.height = tiff.height();
+  spec.seed = o.seed;
+  spec.mpp = slide_mpp(tiff, o.slide_mpp)->x;
+  spec.tile_size = tiff.direct_reader()->tile_size(0).first;
+  synth::DicomSpec dicom;
+  dicom.dir = o.dicom_dir;
+  dicom.codec = o.dicom.rfind("j2k", 0) == 0 ? synth::DicomCodec::kJpeg2000 : synth::DicomCodec::kJpeg;
+  dicom.sparse = o.dicom.find("sparse") != std::string::npos;
+  spdlog::info("writing the DICOM twin '{}' of '{}'", dicom.dir, o.slide);
+  Stopwatch watch;
+  const auto summary = synth::write_dicom_series(spec, dicom);
+  return {{"path", o.dicom_dir}, {"generated", true}, {"generate_s", watch.seconds()},
+          {"frames", summary.frames}};
+}
+
 json slide_info(const std::string& path) {
   Slide slide = Slide::open(path);
   json levels = json::array();
   for (int l = 0; l < slide.level_count(); ++l) levels.push_back({slide.width(l), slide.height(l)});
-  return {{"path", path}, {"bytes", file_size(path).value_or(0)}, {"vendor", slide.vendor()},
-          {"levels", levels}};
+  uint64_t bytes = 0;
+  if (fs::is_directory(path)) {
+    for (const auto& e : fs::directory_iterator(path)) bytes += e.is_regular_file() ? e.file_size() : 0;
+  } else {
+    bytes = file_size(path).value_or(0);
+  }
+  return {{"path", path}, {"bytes", bytes}, {"vendor", slide.vendor()}, {"levels", levels}};
 }
 
 // Every regular file under `dir`: count and bytes.
@@ -210,11 +266,10 @@ SlidePlan timed_plan(const Config& config, const std::string& qc_dir, Comm& comm
 
 // Rank 0 only: the run's index must hold exactly the planned patches, read as planned.
 void check_index_matches_plan(const std::string& stage_dir, const SlidePlan& plan) {
-  h5::File index = h5::File::open((fs::path(stage_dir) / "index.h5").string(), h5::Mode::kRead);
-  const auto coords = index.open_dataset("coords").read_all<int64_t>();
-  const h5::Group slides = index.open_group("slides");
-  const auto level = slides.open_dataset("level").read_all<int32_t>();
-  const auto read_size = slides.open_dataset("read_size").read_all<int32_t>();
+  const IndexInfo info = load_index_info(stage_dir);
+  const auto coords = IndexReader(info.path).read_range(0, info.rows).coords;
+  const auto& level = info.slides.level;
+  const auto& read_size = info.slides.read_size;
   bool same = coords.size() == 2 * plan.patches.size() && level.size() == 1 &&
               level[0] == plan.level.level && read_size[0] == plan.level.read_size;
   for (size_t i = 0; same && i < plan.patches.size(); ++i) {
@@ -425,7 +480,8 @@ json measure_decode_limit(const Config& config, const SlidePlan& plan,
 // repetition's index.
 // `grid` receives the plan's level, read size and patch count.
 json repetition(int index, const std::vector<std::string>& modes, const Config& config,
-                const Config& openslide_config, const std::string& qc_dir,
+                const Config& openslide_config, const Config& dicom_config,
+                const std::string& qc_dir,
                 const std::string& slide_path, const std::string& cache, Comm& comm, json* grid) {
   const json load = bench::load_average();
   double plan_s = 0;
@@ -445,6 +501,7 @@ json repetition(int index, const std::vector<std::string>& modes, const Config& 
     bench::RepetitionProbe probe;
     json m = mode == "patchgen"             ? measure_patchgen(config, plan, comm)
              : mode == "patchgen_openslide" ? measure_patchgen(openslide_config, plan, comm)
+             : mode == "patchgen_dicom"     ? measure_patchgen(dicom_config, plan, comm)
              : mode == "reference"          ? measure_reference(config, plan, slide_path, comm)
                                             : measure_decode_limit(config, plan, slide_path, comm);
     around[mode] = probe.finish();
@@ -468,10 +525,16 @@ json repetition(int index, const std::vector<std::string>& modes, const Config& 
   if (has("patchgen") && has("decode_limit")) {
     result["ratio_decode_limit"] = rate("patchgen") / rate("decode_limit");
   }
+  if (has("patchgen") && has("patchgen_dicom")) {
+    result["ratio_dicom"] = rate("patchgen_dicom") / rate("patchgen");
+  }
+  if (has("reference") && has("patchgen_dicom")) {
+    result["ratio_dicom_vs_openslide_loop"] = rate("patchgen_dicom") / rate("reference");
+  }
   spdlog::info("repetition {}: patchgen {:.1f} patches/s ({}), with OpenSlide {:.1f}, OpenSlide "
-               "loop {:.1f}, decode limit {:.1f} (0: not measured)",
+               "loop {:.1f}, decode limit {:.1f}, DICOM twin {:.1f} (0: not measured)",
                index, rate("patchgen"), to_string(config.reader), rate("patchgen_openslide"),
-               rate("reference"), rate("decode_limit"));
+               rate("reference"), rate("decode_limit"), rate("patchgen_dicom"));
   return result;
 }
 
@@ -482,25 +545,32 @@ int bench_main(const po::variables_map& values, Comm& comm, const json& command)
   const std::string run_dir = (fs::path(o.work) / ("run-" + np)).string();
   const std::string qc_dir = (fs::path(o.work) / ("plan-qc-" + np)).string();
   const json load_start = bench::load_average();
-  json generation;
+  const std::string dicom_manifest = (fs::path(o.work) / "manifest-dicom.csv").string();
+  json generation, dicom_generation;
   if (comm.rank() == 0) {
     generation = ensure_slide(o);
+    dicom_generation = ensure_dicom(o);
     fs::create_directories(qc_dir);
     atomic_write_file(manifest, "slide_id,path\nbench," + o.slide + "\n");
+    if (!o.dicom.empty()) {
+      atomic_write_file(dicom_manifest, "slide_id,path\nbench," + o.dicom_dir + "\n");
+    }
   }
   comm.barrier();
   const Config config = patchgen_config(values, manifest, run_dir);
   Config openslide_config = config;
   openslide_config.reader = SlideReader::kOpenSlide;
+  const Config dicom_config =
+      o.dicom.empty() ? config : patchgen_config(values, dicom_manifest, run_dir);
 
   json warmups = json::array(), reps = json::array(), grid;
   for (int w = 0; w < o.warmup; ++w) {
     warmups.push_back(
-        repetition(w, o.modes, config, openslide_config, qc_dir, o.slide, o.cache, comm, &grid));
+        repetition(w, o.modes, config, openslide_config, dicom_config, qc_dir, o.slide, o.cache, comm, &grid));
   }
   for (int r = 0; r < o.reps; ++r) {  // rotating order cancels drift and cache effects
     reps.push_back(
-        repetition(r, o.modes, config, openslide_config, qc_dir, o.slide, o.cache, comm, &grid));
+        repetition(r, o.modes, config, openslide_config, dicom_config, qc_dir, o.slide, o.cache, comm, &grid));
   }
   json usage = json::array();
   for (const auto& s : comm.allgather(bench::resource_usage().dump())) {
@@ -512,14 +582,15 @@ int bench_main(const po::variables_map& values, Comm& comm, const json& command)
   // The run's digests, when a patchgen mode ran (the other modes write nothing).
   const bool ran_patchgen =
       std::find(o.modes.begin(), o.modes.end(), "patchgen") != o.modes.end() ||
-      std::find(o.modes.begin(), o.modes.end(), "patchgen_openslide") != o.modes.end();
+      std::find(o.modes.begin(), o.modes.end(), "patchgen_openslide") != o.modes.end() ||
+      std::find(o.modes.begin(), o.modes.end(), "patchgen_dicom") != o.modes.end();
   const RunDigest digest = ran_patchgen ? digest_run(stage_dir) : RunDigest{};
   // Every repetition and both readers must give the same shards, byte for byte.
   json shards;
   bool identical = true;
   for (const json* list : {&warmups, &reps}) {
     for (const json& rep : *list) {
-      for (const char* mode : {"patchgen", "patchgen_openslide"}) {
+      for (const char* mode : {"patchgen", "patchgen_openslide", "patchgen_dicom"}) {
         if (!rep.contains(mode)) continue;
         if (shards.is_null()) shards = rep[mode]["shard_xxh3"];
         identical &= rep[mode]["shard_xxh3"] == shards;
@@ -538,6 +609,7 @@ int bench_main(const po::variables_map& values, Comm& comm, const json& command)
   const double ratio_median = median_of("ratio");
   const double ratio_openslide = median_of("ratio_openslide");
   const double ratio_decode = median_of("ratio_decode_limit");
+  const double ratio_dicom = median_of("ratio_dicom");
   double peak_rss = 0;
   for (const auto& u : usage) peak_rss = std::max(peak_rss, u["peak_rss_mb"].get<double>());
 
@@ -569,7 +641,11 @@ int bench_main(const po::variables_map& values, Comm& comm, const json& command)
       {"slide", {{"spec", {{"width", o.width}, {"height", o.height}, {"seed", o.seed},
                            {"mpp", o.slide_mpp}}},
                  {"generation", generation},
-                 {"info", slide_info(o.slide)}}},
+                 {"info", slide_info(o.slide)},
+                 {"dicom", o.dicom.empty() ? json()
+                                           : json{{"variant", o.dicom},
+                                                  {"generation", dicom_generation},
+                                                  {"info", slide_info(o.dicom_dir)}}}}},
       {"warmup", warmups},
       {"repetitions", reps},
       {"summary", summary},
@@ -577,7 +653,8 @@ int bench_main(const po::variables_map& values, Comm& comm, const json& command)
       {"target",
        {{"patchgen_vs_openslide_loop", target("ratio", kTargetDirect)},
         {"patchgen_vs_decode_limit", target("ratio_decode_limit", kTargetDecode)},
-        {"patchgen_openslide_vs_openslide_loop", target("ratio_openslide", kTargetOpenSlide)}}},
+        {"patchgen_openslide_vs_openslide_loop", target("ratio_openslide", kTargetOpenSlide)},
+        {"patchgen_dicom_vs_patchgen", target("ratio_dicom", kTargetDicom)}}},
       {"output", {{"patches", ran_patchgen ? json(digest.patches) : json()},
                   {"index_sha256", ran_patchgen ? json(digest.index_sha256) : json()},
                   {"pixels_sha256", ran_patchgen ? json(digest.pixels_sha256) : json()},
@@ -592,9 +669,9 @@ int bench_main(const po::variables_map& values, Comm& comm, const json& command)
   bench::write_report(o.out, report);
   spdlog::info("medians (0: not measured): patchgen ({}) / OpenSlide loop {:.2f} (target {}), / "
                "decode limit {:.2f} (target {}); patchgen with OpenSlide / loop {:.2f} (target {}); "
-               "report '{}'",
+               "DICOM twin / patchgen {:.2f} (target {}); report '{}'",
                to_string(config.reader), ratio_median, kTargetDirect, ratio_decode, kTargetDecode,
-               ratio_openslide, kTargetOpenSlide, o.out);
+               ratio_openslide, kTargetOpenSlide, ratio_dicom, kTargetDicom, o.out);
   return kExitOk;
 }
 

@@ -29,6 +29,7 @@
 
 #include "benchmarks/bench_report.h"
 #include "benchmarks/synthetic_run.h"
+#include "common/store/files.h"
 #include "common/core/error.h"
 #include "common/core/fs.h"
 #include "common/core/hash.h"
@@ -36,6 +37,7 @@
 #include "common/mpi/mpi_main.h"
 #include "common/stage/marker.h"
 #include "common/stage/partition.h"
+#include "common/stage/skeleton.h"
 #include "common/store/embeddings.h"
 #include "common/store/index.h"
 #include "common/store/store.h"
@@ -48,12 +50,6 @@
 #include "stages/patchgen/extract.h"
 #include "stages/patchgen/manifest.h"
 #include "stages/patchgen/plan.h"
-
-namespace tessera {
-// From common/stage/skeleton.h, which cannot be included beside common/mpi/mpi_main.h: both
-// declare tessera::StageRun (a struct there, a std::function alias here).
-std::string marker_path(const std::string& stage_dir, int rank);
-}  // namespace tessera
 
 namespace tessera::scale {
 namespace {
@@ -503,14 +499,14 @@ json repetition(int index, const Setup& s, const std::string& run_dir, Comm& com
     if (rank != 0) return json::object();
     embed::write_embeddings_file(*info, *rows_partition, s.o.dim, s.embed, s.model_fingerprint,
                                  embed_dir, s.fingerprint);
-    return json{{"bytes", file_size((fs::path(embed_dir) / "embeddings.h5").string()).value_or(0)}};
+    return json{{"bytes", file_size((fs::path(embed_dir) / kEmbeddingsFile).string()).value_or(0)}};
   });
 
   // What write_slide_features does first: open embeddings.h5 and its virtual datasets, whose
   // mappings HDF5 decodes on open.
   phases["embeddings_open"] = timed_phase(comm, "embeddings_open", [&] {
     h5::File merged =
-        h5::File::open((fs::path(embed_dir) / "embeddings.h5").string(), h5::Mode::kRead);
+        h5::File::open((fs::path(embed_dir) / kEmbeddingsFile).string(), h5::Mode::kRead);
     const auto rows = merged.open_dataset(embedding_names::kPatchId).dims()[0];
     merged.open_dataset(embedding_names::kEmbeddings);
     return json{{"rows", rows}};
@@ -541,9 +537,9 @@ json repetition(int index, const Setup& s, const std::string& run_dir, Comm& com
           {"files",
            {{"plans", count_files((fs::path(stage_dir) / "plans").string())},
             {"patchgen_shards", count_files((fs::path(stage_dir) / "shards").string())},
-            {"index", count_files((fs::path(stage_dir) / "index.h5").string())},
+            {"index", count_files((fs::path(stage_dir) / kIndexFile).string())},
             {"embed_shards", count_files((fs::path(embed_dir) / "shards").string())},
-            {"embeddings_file", count_files((fs::path(embed_dir) / "embeddings.h5").string())},
+            {"embeddings_file", count_files((fs::path(embed_dir) / kEmbeddingsFile).string())},
             {"features", count_files((fs::path(embed_dir) / "features").string())}}}};
 }
 
@@ -562,7 +558,7 @@ json output_hashes(const Setup& s, const std::string& run_dir) {
           {"index_sha256", digest.index_sha256},
           {"pixels_sha256", digest.pixels_sha256},
           {"features_xxh3", xxh3_hex(features)},
-          {"embeddings_file_sha256", sha256_file((fs::path(embed_dir) / "embeddings.h5").string())}};
+          {"embeddings_file_sha256", sha256_file((fs::path(embed_dir) / kEmbeddingsFile).string())}};
 }
 
 int bench_main(const po::variables_map& values, Comm& comm, const json& command) {

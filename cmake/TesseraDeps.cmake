@@ -15,9 +15,19 @@ pkg_check_modules(TURBOJPEG REQUIRED IMPORTED_TARGET libturbojpeg)
 # libjpeg-turbo's libjpeg API (same library as TurboJPEG): the direct tile reader must set the
 # JPEG colour space as OpenSlide does, which the TurboJPEG API cannot.
 pkg_check_modules(JPEG REQUIRED IMPORTED_TARGET libjpeg)
-if(TESSERA_BUILD_PATCHGEN)
+# The slide library (OpenSlide, libtiff, OpenCV core/imgproc) serves patchgen, embed's
+# --source wsi and query's patch pixels and mosaics.
+set(TESSERA_NEEDS_SLIDE OFF)
+if(TESSERA_BUILD_PATCHGEN OR TESSERA_BUILD_EMBED OR TESSERA_BUILD_INGEST)
+  set(TESSERA_NEEDS_SLIDE ON)
+endif()
+if(TESSERA_NEEDS_SLIDE)
   pkg_check_modules(OPENSLIDE REQUIRED IMPORTED_TARGET openslide)
   pkg_check_modules(TIFF REQUIRED IMPORTED_TARGET libtiff-4)
+  # DICOM whole-slide images: DCMTK parses the attributes (only its dcmdata library is linked),
+  # OpenJPEG decodes JPEG 2000 frames.
+  find_package(DCMTK CONFIG REQUIRED)
+  pkg_check_modules(OPENJPEG REQUIRED IMPORTED_TARGET libopenjp2)
   # Debian ships OpenCV's CMake config only in the full libopencv-dev (which drags imgcodecs, GDAL
   # and a serial HDF5 in); core and imgproc are found directly instead.
   find_path(OPENCV_INCLUDE_DIR opencv2/core.hpp PATH_SUFFIXES opencv4 REQUIRED)

@@ -12,4 +12,19 @@ namespace tessera {
 // logging; calling again reconfigures.
 void init_logging(int rank, int size, const std::string& level);
 
+// While it lives, the lines this thread logs carry "[rank r/size]" instead of the process's tag
+// (for ranks run as threads of one process, see common/mpi/thread_comm.h). Only the pattern of
+// init_logging shows the tag. Not movable; nests (the destructor restores the previous tag).
+class ScopedLogRank {
+ public:
+  ScopedLogRank(int rank, int size);
+  ~ScopedLogRank();
+  ScopedLogRank(const ScopedLogRank&) = delete;
+  ScopedLogRank& operator=(const ScopedLogRank&) = delete;
+
+ private:
+  std::string tag_;
+  const std::string* previous_;
+};
+
 }  // namespace tessera

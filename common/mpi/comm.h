@@ -61,8 +61,15 @@ class SerialComm final : public Comm {
 double timed_barrier(Comm& comm);
 
 // Collective. Runs `decide` on rank 0 only (reading a catalog, resolving queries) and returns its
-// result on every rank. When it throws, every rank throws: InvalidInput as InvalidInput, any
-// other tessera::Error as IoError, with rank 0's message; so no rank waits for a rank that failed.
-std::string decided_by_root(Comm& comm, const std::function<std::string()>& decide);
+// result on every rank. When it throws a tessera::Error, every rank throws the same type with the
+// same exit code and rank 0's message, so no rank waits for a rank that failed and exit codes stay
+// the documented ones. With `wait_in_barrier` the other ranks wait in a barrier (which sleeps)
+// rather than in the broadcast, leaving rank 0 the cores for a long decision.
+std::string decided_by_root(Comm& comm, const std::function<std::string()>& decide,
+                            bool wait_in_barrier = false);
+
+// Collective. Runs `act` on rank 0 only (for its side effects: training, writing a consolidated
+// file); when it throws, every rank throws it as decided_by_root does.
+void done_by_root(Comm& comm, const std::function<void()>& act, bool wait_in_barrier = false);
 
 }  // namespace tessera

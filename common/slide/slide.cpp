@@ -10,6 +10,9 @@
 #include <opencv2/imgproc.hpp>
 
 #include "common/core/error.h"
+#include "common/slide/dicom_slide.h"
+#include "common/slide/sniff.h"
+#include "common/slide/strip_tiff.h"
 
 namespace tessera {
 
@@ -24,18 +27,34 @@ std::optional<Slide> Slide::try_open(const std::string& path, std::string* error
   return Slide(osr, path);
 }
 
-Slide Slide::open(const std::string& path) {
+Slide Slide::open(const std::string& path) { return open_base(path, 0); }
+
+Slide Slide::open_base(const std::string& path, size_t tile_cache_bytes) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) {
     fail<IoError>("cannot open slide '{}': no such file (paths are taken as recorded; run from "
                   "any directory with absolute paths)",
                   path);
   }
+  if (is_dicom_path(path)) return open_dicom(path, tile_cache_bytes);
   const char* vendor = openslide_detect_vendor(path.c_str());
   openslide_t* osr = openslide_open(path.c_str());
+  if (osr == nullptr && vendor == nullptr) {
+    // OpenSlide 3.4 takes tiled TIFF only: an untiled 8-bit RGB TIFF is read by strips.
+    std::string not_strips;
+    if (auto strips = open_strip_tiff(path, tile_cache_bytes, &not_strips)) {
+      Slide slide(nullptr, path);
+      slide.dims_ = std::move(strips->dims);
+      slide.downsamples_ = {1.0};
+      slide.properties_ = std::move(strips->properties);
+      slide.direct_ = std::move(strips->reader);
+      return slide;
+    }
+  }
   if (osr == nullptr) {
-    fail<IoError>("cannot open slide '{}': unsupported or missing format{}", path,
-                  vendor ? fmt::format(" (detected vendor '{}')", vendor) : std::string());
+    fail<IoError>("cannot open slide '{}': {}", path,
+                  vendor ? fmt::format("unsupported or missing format (detected vendor '{}')", vendor)
+                         : unreadable_reason(path));
   }
   if (const char* err = openslide_get_error(osr)) {
     std::string message = err;
@@ -45,7 +64,18 @@ Slide Slide::open(const std::string& path) {
   return Slide(osr, path);
 }
 
+Slide Slide::open_dicom(const std::string& path, size_t tile_cache_bytes) {
+  DicomSlide dicom = open_dicom_slide(path, tile_cache_bytes);
+  Slide slide(nullptr, path);
+  slide.dims_ = std::move(dicom.dims);
+  slide.downsamples_ = std::move(dicom.downsamples);
+  slide.properties_ = std::move(dicom.properties);
+  slide.direct_ = std::move(dicom.reader);
+  return slide;
+}
+
 Slide::Slide(openslide_t* osr, std::string path) : osr_(osr), path_(std::move(path)) {
+  if (osr_ == nullptr) return;
   int levels = openslide_get_level_count(osr_);
   check_error("reading the level count");
   for (int l = 0; l < levels; ++l) {
@@ -74,8 +104,9 @@ const char* to_string(SlideReader reader) {
 }
 
 Slide Slide::open(const std::string& path, SlideReader reader, size_t tile_cache_bytes) {
-  Slide slide = open(path);
-  if (reader == SlideReader::kOpenSlide) return slide;
+  std::error_code ec;
+  Slide slide = open_base(path, tile_cache_bytes);
+  if (reader == SlideReader::kOpenSlide || slide.osr_ == nullptr) return slide;
   const std::string vendor = slide.vendor();
   std::string why;
   if (vendor != "generic-tiff" && vendor != "aperio") {
@@ -99,7 +130,8 @@ TileReaderStats Slide::direct_stats() const { return direct_ ? direct_->stats() 
 Slide::Slide(Slide&& other) noexcept
     : osr_(other.osr_), path_(std::move(other.path_)), dims_(std::move(other.dims_)),
       downsamples_(std::move(other.downsamples_)), direct_(std::move(other.direct_)),
-      direct_refusal_(std::move(other.direct_refusal_)), fallbacks_(other.fallbacks_.load()) {
+      direct_refusal_(std::move(other.direct_refusal_)),
+      properties_(std::move(other.properties_)), fallbacks_(other.fallbacks_.load()) {
   other.osr_ = nullptr;
 }
 
@@ -113,6 +145,7 @@ Slide& Slide::operator=(Slide&& other) noexcept {
     downsamples_ = std::move(other.downsamples_);
     direct_ = std::move(other.direct_);
     direct_refusal_ = std::move(other.direct_refusal_);
+    properties_ = std::move(other.properties_);
     fallbacks_ = other.fallbacks_.load();
   }
   return *this;
@@ -123,12 +156,18 @@ Slide::~Slide() {
 }
 
 void Slide::check_error(const char* what) const {
+  if (osr_ == nullptr) return;
   if (const char* err = openslide_get_error(osr_)) {
     fail<IoError>("slide '{}': OpenSlide error while {}: {}", path_, what, err);
   }
 }
 
 std::optional<std::string> Slide::property(const std::string& name) const {
+  if (osr_ == nullptr) {
+    const auto it = properties_.find(name);
+    if (it == properties_.end()) return std::nullopt;
+    return it->second;
+  }
   const char* value = openslide_get_property_value(osr_, name.c_str());
   if (value == nullptr) return std::nullopt;
   return std::string(value);
@@ -137,6 +176,15 @@ std::optional<std::string> Slide::property(const std::string& name) const {
 std::string Slide::vendor() const { return property("openslide.vendor").value_or("unknown"); }
 
 void Slide::read_argb(int64_t x, int64_t y, int level, int w, int h, uint32_t* argb) const {
+  if (osr_ == nullptr) {
+    std::vector<uint8_t> rgb(static_cast<size_t>(w) * h * 3);
+    read_rgb(x, y, level, w, h, rgb.data());
+    for (size_t i = 0; i < static_cast<size_t>(w) * h; ++i) {
+      argb[i] = 0xff000000u | static_cast<uint32_t>(rgb[3 * i]) << 16 |
+                static_cast<uint32_t>(rgb[3 * i + 1]) << 8 | rgb[3 * i + 2];
+    }
+    return;
+  }
   openslide_read_region(osr_, argb, x, y, level, w, h);
   if (const char* err = openslide_get_error(osr_)) {
     fail<IoError>("slide '{}': cannot read region x={} y={} level={} {}x{}: {}", path_, x, y,
@@ -160,6 +208,10 @@ void Slide::read_rgb(int64_t x, int64_t y, int level, int w, int h, uint8_t* rgb
       return;
     }
     fallbacks_.fetch_add(1, std::memory_order_relaxed);
+    if (osr_ == nullptr) {  // no OpenSlide to interpolate: the nearest whole pixel
+      direct_->read_rgb(level, std::llround(lx), std::llround(ly), w, h, rgb);
+      return;
+    }
   }
   std::vector<uint32_t>& argb = argb_buffer();
   argb.resize(static_cast<size_t>(w) * h);

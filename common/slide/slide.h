@@ -1,9 +1,14 @@
-// A whole-slide image opened with OpenSlide. Move-only; the handle is closed by the destructor.
+// A whole-slide image opened with OpenSlide; or one OpenSlide 3.4 cannot open, which the direct
+// tile reader reads alone whatever SlideReader says: a DICOM whole-slide image (a folder of one
+// series, or one .dcm file; common/slide/dicom_slide.h) or an untiled 8-bit RGB TIFF
+// (common/slide/strip_tiff.h). Move-only; the handle is closed by the
+// destructor.
 // read_rgb may be called from several threads at once (OpenSlide and the direct reader both allow
 // concurrent reads); an OpenSlide error is sticky and seen by every thread.
 #pragma once
 
 #include <atomic>
+#include <map>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -28,8 +33,9 @@ const char* to_string(SlideReader reader);
 
 class Slide {
  public:
-  // Opens `path`. Throws IoError naming the file with OpenSlide's reason ("unsupported or missing
-  // format" when OpenSlide does not recognise it).
+  // Opens `path`. Throws IoError naming the file with OpenSlide's reason, or the DICOM reader's;
+  // for a file neither recognises, what the file is and why it cannot be read
+  // (common/slide/sniff.h).
   static Slide open(const std::string& path);
   // Opens `path` reading pixels as `reader` says. With kDirect, a slide the direct reader refuses
   // throws IoError naming the file and the reason. `tile_cache_bytes` bounds the direct reader's
@@ -55,10 +61,14 @@ class Slide {
 
   // "direct" when reads go through the direct tile reader, else "openslide".
   const char* reader() const { return direct_ ? "direct" : "openslide"; }
+  // Whether OpenSlide has the slide open (false for DICOM: planning and every read go through the
+  // direct reader).
+  bool has_openslide() const { return osr_ != nullptr; }
   // Why the direct reader was not used (SlideReader::kAuto on a slide it refuses); else empty.
   const std::string& direct_refusal() const { return direct_refusal_; }
   // The direct reader's counters (all zero without it), and the reads that fell back to OpenSlide
-  // because the level position was not a whole pixel (OpenSlide then interpolates).
+  // because the level position was not a whole pixel (OpenSlide then interpolates; a slide without
+  // OpenSlide reads from the nearest whole pixel instead and counts it here too).
   TileReaderStats direct_stats() const;
   int64_t openslide_fallbacks() const { return fallbacks_.load(std::memory_order_relaxed); }
   // The direct tile reader, or nullptr when reads go through OpenSlide.
@@ -72,13 +82,16 @@ class Slide {
   // unusable (OpenSlide errors are sticky). OpenSlide's output goes through a buffer each thread
   // keeps and reuses, so reading patch after patch allocates nothing.
   void read_rgb(int64_t x, int64_t y, int level, int w, int h, uint8_t* rgb) const;
-  // The same region as OpenSlide's raw premultiplied ARGB (w*h words), for tests and baselines.
+  // The same region as OpenSlide's raw premultiplied ARGB (w*h words), for tests and baselines;
+  // without OpenSlide, read_rgb's pixels as opaque ARGB.
   void read_argb(int64_t x, int64_t y, int level, int w, int h, uint32_t* argb) const;
   // The whole of `level` as an RGB image (for thumbnails).
   Image8 read_level(int level) const;
 
  private:
   Slide(openslide_t* osr, std::string path);
+  static Slide open_base(const std::string& path, size_t tile_cache_bytes);
+  static Slide open_dicom(const std::string& path, size_t tile_cache_bytes);
   void check_error(const char* what) const;
   static std::vector<uint32_t>& argb_buffer();  // read_rgb's OpenSlide output, one per thread
   openslide_t* osr_ = nullptr;
@@ -87,6 +100,7 @@ class Slide {
   std::vector<double> downsamples_;
   std::unique_ptr<TileReader> direct_;  // mutable state behind const reads (its tile cache)
   std::string direct_refusal_;
+  std::map<std::string, std::string> properties_;  // without OpenSlide: the DICOM reader's
   mutable std::atomic<int64_t> fallbacks_{0};
 };
 

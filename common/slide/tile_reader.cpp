@@ -22,6 +22,7 @@
 
 #include "common/core/clock.h"
 #include "common/core/error.h"
+#include "common/slide/j2k_decode.h"
 
 namespace tessera {
 
@@ -97,23 +98,9 @@ struct TiffCloser {
   void operator()(TIFF* t) const { TIFFClose(t); }
 };
 
-// One directory of the file as a level.
-struct DirLevel {
-  int64_t width = 0;
-  int64_t height = 0;
-  int tile_w = 0;
-  int tile_h = 0;
-  int64_t cols = 0;
-  int64_t rows = 0;
-  std::vector<uint64_t> offsets;  // per tile, row-major (TIFF's order)
-  std::vector<uint64_t> sizes;
-  std::vector<uint8_t> tables;    // JPEGTables without its EOI, or empty
-  J_COLOR_SPACE space = JCS_YCbCr;  // what the JPEG streams are decoded as (TIFF's photometric)
-};
-
-// Why the current directory of `tif` cannot be a direct level; empty when it can, with the colour
-// space its JPEG streams are decoded as (TIFF's photometric) in `space`.
-std::string unsuitable(TIFF* tif, J_COLOR_SPACE* space) {
+// Why the current directory of `tif` cannot be a direct level; empty when it can, with whether
+// its JPEG streams are decoded as RGB (TIFF's photometric: RGB or YCbCr) in `jpeg_rgb`.
+std::string unsuitable(TIFF* tif, bool* jpeg_rgb) {
   uint16_t compression = 0, photometric = 0, spp = 0, bps = 0, planar = PLANARCONFIG_CONTIG;
   uint16_t orientation = ORIENTATION_TOPLEFT;
   if (!TIFFIsTiled(tif)) return "not tiled";
@@ -129,7 +116,7 @@ std::string unsuitable(TIFF* tif, J_COLOR_SPACE* space) {
       (photometric != PHOTOMETRIC_YCBCR && photometric != PHOTOMETRIC_RGB)) {
     return fmt::format("photometric {} is neither YCbCr nor RGB", photometric);
   }
-  *space = photometric == PHOTOMETRIC_RGB ? JCS_RGB : JCS_YCbCr;
+  *jpeg_rgb = photometric == PHOTOMETRIC_RGB;
   TIFFGetFieldDefaulted(tif, TIFFTAG_ORIENTATION, &orientation);
   if (orientation != ORIENTATION_TOPLEFT) return fmt::format("orientation {}", orientation);
   return {};
@@ -162,8 +149,9 @@ Decoder& thread_decoder() {
 
 struct TileReader::Impl {
   std::string path;
-  int fd = -1;
-  std::vector<DirLevel> levels;
+  std::vector<std::string> files;
+  std::vector<int> fds;  // one per file
+  std::vector<TileLevel> levels;
   size_t capacity = 1;  // tiles kept
 
   // LRU of decoded tiles, front the most recently used, guarded by `mutex`. An entry that is not
@@ -182,7 +170,7 @@ struct TileReader::Impl {
   TileReaderStats stats;
 
   ~Impl() {
-    if (fd >= 0) ::close(fd);
+    for (int fd : fds) ::close(fd);
   }
 
   // Evicts the least recently used ready entry while the cache is full; keeps its buffer for
@@ -197,7 +185,7 @@ struct TileReader::Impl {
     }
   }
 
-  // Reads the complete JPEG stream of a tile into `out` (tables spliced in front).
+  // Reads the complete stream of a tile into `out` (JPEG tables spliced in front).
   void read_stream(int level_index, int64_t col, int64_t row, std::vector<uint8_t>& out) const;
   // Reads and decodes a tile of `level_index` into `rgb` (on the calling thread, unlocked).
   void decode_tile(int level_index, int64_t col, int64_t row, std::vector<uint8_t>& rgb,
@@ -212,13 +200,15 @@ TileReaderStats TileReader::stats() const {
   return impl_->stats;
 }
 
+TileCodec TileReader::codec(int level) const { return impl_->levels.at(level).codec; }
+
 std::pair<int, int> TileReader::tile_size(int level) const {
-  const DirLevel& l = impl_->levels.at(level);
+  const TileLevel& l = impl_->levels.at(level);
   return {l.tile_w, l.tile_h};
 }
 
 std::vector<uint8_t> TileReader::jpeg_stream(int level_index, int64_t col, int64_t row) const {
-  const DirLevel& level = impl_->levels.at(level_index);
+  const TileLevel& level = impl_->levels.at(level_index);
   if (col < 0 || row < 0 || col >= level.cols || row >= level.rows) {
     fail<IoError>("slide '{}': level {} has no tile ({}, {})", impl_->path, level_index, col, row);
   }
@@ -256,9 +246,7 @@ std::unique_ptr<TileReader> TileReader::open(
     dirs.push_back({TIFFCurrentDirectory(tif.get()), w, h});
   } while (TIFFReadDirectory(tif.get()));
 
-  auto impl = std::make_unique<Impl>();
-  impl->path = path;
-  size_t largest_tile = 0;
+  std::vector<TileLevel> found_levels;
   for (size_t l = 0; l < levels.size(); ++l) {
     const auto [lw, lh] = levels[l];
     std::string reason = "no TIFF directory has its dimensions";
@@ -266,8 +254,8 @@ std::unique_ptr<TileReader> TileReader::open(
     for (const Dir& d : dirs) {
       if (d.width != lw || d.height != lh) continue;
       if (!TIFFSetDirectory(tif.get(), d.index)) continue;
-      DirLevel level;
-      reason = unsuitable(tif.get(), &level.space);
+      TileLevel level;
+      reason = unsuitable(tif.get(), &level.jpeg_rgb);
       if (!reason.empty()) continue;
       level.width = lw;
       level.height = lh;
@@ -300,21 +288,65 @@ std::unique_ptr<TileReader> TileReader::open(
         const auto* t = static_cast<const uint8_t*>(tables);
         level.tables.assign(t, t + tables_size - 2);  // without EOI: the tile's stream follows
       }
-      impl->levels.push_back(std::move(level));
+      found_levels.push_back(std::move(level));
       found = true;
       break;
     }
     if (!found) return refuse(fmt::format("level {} ({}x{}): {}", l, lw, lh, reason));
-    const DirLevel& level = impl->levels.back();
-    largest_tile = std::max(largest_tile, static_cast<size_t>(level.tile_w) * level.tile_h * 3);
   }
   tif.reset();
+  return from_levels(path, {path}, std::move(found_levels), cache_bytes, why_not);
+}
 
-  impl->fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (impl->fd < 0) return refuse(fmt::format("cannot open: {}", std::strerror(errno)));
+std::unique_ptr<TileReader> TileReader::from_levels(const std::string& path,
+                                                    const std::vector<std::string>& files,
+                                                    std::vector<TileLevel> levels,
+                                                    size_t cache_bytes, std::string* why_not) {
+  auto refuse = [&](std::string reason) -> std::unique_ptr<TileReader> {
+    if (why_not != nullptr) *why_not = std::move(reason);
+    return nullptr;
+  };
+  if (levels.empty()) return refuse("no levels");
+  size_t largest_tile = 0;
+  for (size_t l = 0; l < levels.size(); ++l) {
+    const TileLevel& level = levels[l];
+    const size_t tiles = static_cast<size_t>(level.cols * level.rows);
+    const int max_side = level.codec == TileCodec::kSource ? (1 << 30) : 8192;  // strips: any width
+    if (level.tile_w <= 0 || level.tile_h <= 0 || level.tile_w > max_side || level.tile_h > max_side ||
+        level.cols != (level.width + level.tile_w - 1) / level.tile_w ||
+        level.rows != (level.height + level.tile_h - 1) / level.tile_h ||
+        level.offsets.size() != tiles || level.sizes.size() != tiles || level.file < 0 ||
+        static_cast<size_t>(level.file) >= files.size() ||
+        (!level.tile_files.empty() && level.tile_files.size() != tiles) ||
+        std::any_of(level.tile_files.begin(), level.tile_files.end(),
+                    [&](int f) { return f < 0 || static_cast<size_t>(f) >= files.size(); }) ||
+        (level.codec == TileCodec::kSource) != (level.source != nullptr)) {
+      return refuse(fmt::format("level {} ({}x{}): inconsistent tile grid ({}x{} tiles)", l,
+                                level.width, level.height, level.tile_w, level.tile_h));
+    }
+    if (level.codec == TileCodec::kRaw) {
+      for (uint64_t size : level.sizes) {
+        if (size != 0 && size != static_cast<uint64_t>(level.tile_w) * level.tile_h * 3) {
+          return refuse(fmt::format("level {}: an uncompressed tile of {} bytes, not {}x{}x3", l,
+                                    size, level.tile_w, level.tile_h));
+        }
+      }
+    }
+    largest_tile = std::max(largest_tile, static_cast<size_t>(level.tile_w) * level.tile_h * 3);
+  }
+
+  auto impl = std::make_unique<Impl>();
+  impl->path = path;
+  impl->files = files;
+  impl->levels = std::move(levels);
+  for (const std::string& file : files) {
+    const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return refuse(fmt::format("cannot open '{}': {}", file, std::strerror(errno)));
+    impl->fds.push_back(fd);
+  }
   if (cache_bytes == 0) {
     int64_t cols = 0;
-    for (const DirLevel& level : impl->levels) cols = std::max(cols, level.cols);
+    for (const TileLevel& level : impl->levels) cols = std::max(cols, level.cols);
     impl->capacity = std::min(static_cast<size_t>(3 * cols + 4), kMaxDefaultTileCache / largest_tile);
   } else {
     impl->capacity = cache_bytes / largest_tile;
@@ -324,7 +356,7 @@ std::unique_ptr<TileReader> TileReader::open(
 
   // One tile of each level must decode (a JPEG the reader cannot take is OpenSlide's to read).
   for (size_t l = 0; l < reader->impl_->levels.size(); ++l) {
-    const DirLevel& level = reader->impl_->levels[l];
+    const TileLevel& level = reader->impl_->levels[l];
     const auto first = std::find_if(level.sizes.begin(), level.sizes.end(),
                                     [](uint64_t s) { return s > 0; });
     if (first == level.sizes.end()) continue;
@@ -344,7 +376,7 @@ std::unique_ptr<TileReader> TileReader::open(
 
 void TileReader::Impl::read_stream(int level_index, int64_t col, int64_t row,
                                    std::vector<uint8_t>& out) const {
-  const DirLevel& level = levels[level_index];
+  const TileLevel& level = levels[level_index];
   const int64_t t = row * level.cols + col;
   const uint64_t size = level.sizes[t];
   if (size > (256u << 20)) {
@@ -353,12 +385,14 @@ void TileReader::Impl::read_stream(int level_index, int64_t col, int64_t row,
   }
   // Tables (without EOI) then the tile's stream (without SOI): one complete JPEG. The stream is
   // read in place, its SOI landing on the tables' last two bytes, which are then put back.
-  const size_t base = level.tables.empty() ? 0 : level.tables.size() - 2;
+  const bool splice = level.codec == TileCodec::kJpeg && !level.tables.empty();
+  const size_t base = splice ? level.tables.size() - 2 : 0;
   out.resize(base + size);
   std::copy(level.tables.begin(), level.tables.begin() + static_cast<std::ptrdiff_t>(base),
             out.begin());
   size_t got = 0;
   while (got < size) {
+    const int fd = fds[level.tile_files.empty() ? level.file : level.tile_files[t]];
     const ssize_t n = ::pread(fd, out.data() + base + got, size - got,
                               static_cast<off_t>(level.offsets[t] + got));
     if (n < 0 && errno == EINTR) continue;
@@ -369,7 +403,7 @@ void TileReader::Impl::read_stream(int level_index, int64_t col, int64_t row,
     }
     got += static_cast<size_t>(n);
   }
-  if (!level.tables.empty()) {
+  if (level.codec == TileCodec::kJpeg && !level.tables.empty()) {
     if (size < 2 || out[base] != 0xFF || out[base + 1] != 0xD8) {
       fail<IoError>("slide '{}': level {} tile ({}, {}) is not a JPEG stream", path, level_index,
                     col, row);
@@ -381,7 +415,16 @@ void TileReader::Impl::read_stream(int level_index, int64_t col, int64_t row,
 
 void TileReader::Impl::decode_tile(int level_index, int64_t col, int64_t row,
                                    std::vector<uint8_t>& rgb, TileReaderStats& counted) const {
-  const DirLevel& level = levels[level_index];
+  const TileLevel& level = levels[level_index];
+  if (level.codec == TileCodec::kSource) {
+    const auto t0 = Clock::now();
+    rgb.resize(static_cast<size_t>(level.tile_w) * level.tile_h * 3);
+    level.source->decode(row * level.cols + col, rgb.data());
+    counted.bytes_read += static_cast<int64_t>(level.sizes[row * level.cols + col]);
+    counted.decode_s += seconds_since(t0);
+    ++counted.tiles_decoded;
+    return;
+  }
   Decoder& d = thread_decoder();
   auto t0 = Clock::now();
   read_stream(level_index, col, row, d.compressed);
@@ -390,8 +433,22 @@ void TileReader::Impl::decode_tile(int level_index, int64_t col, int64_t row,
 
   t0 = Clock::now();
   rgb.resize(static_cast<size_t>(level.tile_w) * level.tile_h * 3);
-  const std::string error = decode(d.cinfo, d.error, d.compressed.data(), d.compressed.size(),
-                                   level.space, level.tile_w, level.tile_h, rgb.data());
+  std::string error;
+  switch (level.codec) {
+    case TileCodec::kJpeg:
+      error = decode(d.cinfo, d.error, d.compressed.data(), d.compressed.size(),
+                     level.jpeg_rgb ? JCS_RGB : JCS_YCbCr, level.tile_w, level.tile_h, rgb.data());
+      break;
+    case TileCodec::kJpeg2000:
+      error = decode_j2k(d.compressed.data(), d.compressed.size(), level.tile_w, level.tile_h,
+                         rgb.data());
+      break;
+    case TileCodec::kRaw:
+      std::copy(d.compressed.begin(), d.compressed.end(), rgb.begin());
+      break;
+    case TileCodec::kSource:
+      break;  // decoded above
+  }
   if (!error.empty()) {
     fail<IoError>("slide '{}': cannot decode level {} tile ({}, {}): {}", path, level_index, col,
                   row, error);
@@ -402,7 +459,7 @@ void TileReader::Impl::decode_tile(int level_index, int64_t col, int64_t row,
 
 TileReader::TileBuffer TileReader::tile(int level_index, int64_t col, int64_t row) {
   Impl& m = *impl_;
-  const DirLevel& level = m.levels[level_index];
+  const TileLevel& level = m.levels[level_index];
   const int64_t t = row * level.cols + col;
   if (level.sizes[t] == 0) return nullptr;
   const uint64_t key = (static_cast<uint64_t>(level_index) << 48) | static_cast<uint64_t>(t);
@@ -450,7 +507,7 @@ TileReader::TileBuffer TileReader::tile(int level_index, int64_t col, int64_t ro
 }
 
 void TileReader::read_rgb(int level_index, int64_t x, int64_t y, int w, int h, uint8_t* rgb) {
-  const DirLevel& level = impl_->levels.at(level_index);
+  const TileLevel& level = impl_->levels.at(level_index);
   const size_t row_bytes = static_cast<size_t>(w) * 3;
   // The part of the region inside the level; the rest is white.
   const int64_t x0 = std::max<int64_t>(x, 0), y0 = std::max<int64_t>(y, 0);

@@ -1,7 +1,9 @@
-// Direct reading of tiled JPEG TIFF slides (generic tiled TIFF, Aperio SVS): libtiff reads the
+// Direct reading of tiled slides: tiled JPEG TIFF (generic tiled TIFF, Aperio SVS), where libtiff reads the
 // directories, tile offsets and shared JPEG tables once at open; tiles are then read with pread
 // and decoded by libjpeg-turbo (its libjpeg API) straight to RGB, each at most once while it stays in the reader's
-// cache, and regions are cut from the decoded tiles. Pixels equal OpenSlide's for the levels it
+// cache, and regions are cut from the decoded tiles. DICOM whole-slide images
+// (common/slide/dicom_slide.h) give their frames as tiles of the same reader, in JPEG, JPEG 2000
+// (OpenJPEG) or uncompressed. Pixels equal OpenSlide's for the TIFF levels it
 // accepts (same libjpeg-turbo, same IDCT and upsampling, white where OpenSlide is transparent):
 // common/slide/tile_reader_test.cpp compares every pixel.
 //
@@ -26,6 +28,41 @@ struct TileReaderStats {
   double decode_s = 0;        // JPEG decoding
 };
 
+// How a level's tiles are stored.
+enum class TileCodec {
+  kJpeg,      // a JPEG stream (JPEGTables spliced in front when the level has them)
+  kJpeg2000,  // a JPEG 2000 codestream or JP2 file, decoded by OpenJPEG
+  kRaw,       // tile_w * tile_h * 3 bytes of interleaved 8-bit RGB
+  kSource,    // decoded by the level's TileSource (libtiff for the strips of an untiled TIFF)
+};
+
+// Decodes the tiles of a level that another library reads (TileCodec::kSource). decode() is
+// called for stored tiles only (size > 0), possibly from several threads at once; it fills
+// tile_w * tile_h * 3 bytes of RGB or throws IoError.
+class TileSource {
+ public:
+  virtual ~TileSource() = default;
+  virtual void decode(int64_t tile, uint8_t* rgb) = 0;
+};
+
+// One level as byte ranges of a file: what TileReader::from_levels reads.
+struct TileLevel {
+  int64_t width = 0;
+  int64_t height = 0;
+  int tile_w = 0;
+  int tile_h = 0;
+  int64_t cols = 0;
+  int64_t rows = 0;
+  int file = 0;                   // index of the file in from_levels' `files`
+  std::vector<int> tile_files;    // per tile, when the tiles lie in several files; else empty
+  TileCodec codec = TileCodec::kJpeg;
+  bool jpeg_rgb = false;          // kJpeg: decode the streams as RGB (else YCbCr), whatever their markers
+  std::vector<uint64_t> offsets;  // per tile, row-major
+  std::vector<uint64_t> sizes;    // 0: the file does not store the tile (white)
+  std::vector<uint8_t> tables;    // kJpeg: JPEGTables without its EOI, or empty
+  std::shared_ptr<TileSource> source;  // kSource: the decoder
+};
+
 // The most decoded-tile bytes the default cache holds (see TileReader::open).
 inline constexpr size_t kMaxDefaultTileCache = size_t{512} << 20;
 
@@ -42,6 +79,13 @@ class TileReader {
   static std::unique_ptr<TileReader> open(const std::string& path,
                                           const std::vector<std::pair<int64_t, int64_t>>& levels,
                                           size_t cache_bytes, std::string* why_not);
+  // A reader of levels described as byte ranges of `files` (level 0 first); `path` names the slide
+  // in messages. The levels are checked (tile grid, offsets, one stored tile of each decodes);
+  // nullptr with the reason in `why_not` otherwise. `cache_bytes` as for open().
+  static std::unique_ptr<TileReader> from_levels(const std::string& path,
+                                                 const std::vector<std::string>& files,
+                                                 std::vector<TileLevel> levels, size_t cache_bytes,
+                                                 std::string* why_not);
   ~TileReader();
   TileReader(const TileReader&) = delete;
   TileReader& operator=(const TileReader&) = delete;
@@ -57,9 +101,12 @@ class TileReader {
 
   // Tile width and height of `level`.
   std::pair<int, int> tile_size(int level) const;
+  // How `level`'s tiles are stored.
+  TileCodec codec(int level) const;
   // The complete JPEG stream of one tile, as the reader decodes it (the shared JPEGTables spliced
   // in front of the tile's own stream); empty when the file does not store the tile. Read with
-  // pread, not cached. Throws IoError as read_rgb does. For benchmarks of decoding alone.
+  // pread, not cached. Throws IoError as read_rgb does. For benchmarks of decoding alone; for a
+  // level that is not kJpeg, the tile's stored bytes.
   std::vector<uint8_t> jpeg_stream(int level, int64_t col, int64_t row) const;
 
  private:

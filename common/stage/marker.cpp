@@ -6,14 +6,15 @@
 #include <future>
 #include <filesystem>
 #include <random>
-#include <regex>
 #include <utility>
+#include <regex>
 
 #include <spdlog/spdlog.h>
 
 #include "common/core/error.h"
 #include "common/core/hash.h"
 #include "common/core/version.h"
+#include "common/stage/lineage.h"
 
 namespace tessera {
 
@@ -231,112 +232,90 @@ std::pair<int64_t, uint64_t> remove_dead_temporaries(const fs::path& dir,
   return removed;
 }
 
-// Marks every downstream stage directory that holds outputs as made from a replaced input.
-void mark_stale(const std::vector<std::string>& downstream, const std::string& stage_dir,
-                const std::string& old_fingerprint, const std::string& new_fingerprint) {
-  for (const auto& dir : downstream) {
-    if (!file_size((fs::path(dir) / "run.json").string())) continue;
-    const nlohmann::json stale = {{"reason", "its input was replaced (--overwrite)"},
-                                  {"input", stage_dir},
-                                  {"input_fingerprint_before", old_fingerprint},
-                                  {"input_fingerprint_now", new_fingerprint},
-                                  {"time", utc_timestamp()}};
-    atomic_write_file((fs::path(dir) / kStaleFile).string(), stale.dump(2) + "\n");
-    spdlog::warn("'{}' was made from the run being replaced: marked stale", dir);
-  }
-}
-
 }  // namespace
 
 StageState prepare_stage(Comm& comm, const std::string& stage, const std::string& stage_dir,
                          const std::string& config_ini, const std::string& config_fingerprint,
                          const StageOptions& options, const nlohmann::json& run_fields,
-                         const std::vector<std::string>& downstream) {
+                         const StageLinks& links) {
   StageState state;
-  // "<action><token>"; otherwise "E<exit code>" followed by the error message.
-  std::string outcome;
   const std::string ranks_lock = (fs::path(stage_dir) / kRanksLockFile).string();
-  if (comm.rank() == 0) {
-    try {
-      make_directories(stage_dir);
-      state.job_token = new_job_token();
-      if (options.file_locking) {
-        std::string holder;
-        state.lock = FileLock::try_acquire((fs::path(stage_dir) / kLockFile).string(), &holder,
-                                           FileLock::Mode::kExclusive,
-                                           {{"job", state.job_token}});
-        if (!state.lock) {
-          fail<InvalidInput>("'{}' is locked by another running job ({}; a job writing it or "
-                             "a later stage reading it); wait for it or stop it",
-                             stage_dir, holder);
-        }
-        // Every rank of a job holds .ranks.lock shared until it ends; ranks left running after
-        // their mpirun was killed still hold it.
-        state.ranks_lock = FileLock::try_acquire(ranks_lock, &holder);
-        if (!state.ranks_lock) {
-          fail<InvalidInput>("'{}' still has ranks of an earlier job running (orphaned when their "
-                             "mpirun or rank 0 was killed?): wait for them to end or kill them "
-                             "(ps shows them; the last job is recorded in '{}/.lock')",
-                             stage_dir, stage_dir);
-        }
-        state.ranks_lock->downgrade();
-      } else {
-        spdlog::warn("--file-locking false: '{}' is not locked; make sure no other job writes "
-                     "it", stage_dir);
+  // "<action><token>", decided by rank 0.
+  const std::string outcome = decided_by_root(comm, [&] {
+    make_directories(stage_dir);
+    state.job_token = new_job_token();
+    if (options.file_locking) {
+      std::string holder;
+      state.lock = FileLock::try_acquire((fs::path(stage_dir) / kLockFile).string(), &holder,
+                                         FileLock::Mode::kExclusive,
+                                         {{"job", state.job_token}});
+      if (!state.lock) {
+        fail<InvalidInput>("'{}' is locked by another running job ({}; a job writing it or a "
+                           "later stage reading it); wait for it or stop it",
+                           stage_dir, holder);
       }
-      auto existing = read_json_file((fs::path(stage_dir) / "run.json").string());
-      const bool success = summary_readable((fs::path(stage_dir) / "_SUCCESS").string());
-      const bool stale = path_exists((fs::path(stage_dir) / kStaleFile).string());
-      if (stale) {
-        // Outputs made from a replaced input are worth nothing, whatever they were made with.
-        spdlog::warn("'{}' was marked stale (its input was replaced): starting it afresh",
-                     stage_dir);
-        state.action = StageAction::kFresh;
-      } else {
-        state.action = plan_stage(stage_dir, existing, success, config_fingerprint, comm.size(),
-                                  options.overwrite);
+      // Every rank of a job holds .ranks.lock shared until it ends; ranks left running after
+      // their mpirun was killed still hold it.
+      state.ranks_lock = FileLock::try_acquire(ranks_lock, &holder);
+      if (!state.ranks_lock) {
+        fail<InvalidInput>("'{}' still has ranks of an earlier job running (orphaned when their "
+                           "mpirun or rank 0 was killed?): wait for them to end or kill them "
+                           "(ps shows them; the last job is recorded in '{}/.lock')",
+                           stage_dir, stage_dir);
       }
-      if (state.action != StageAction::kFresh && options.file_locking) {
-        // This job holds the directory's lock and no rank of an earlier job still runs here
-        // (.ranks.lock): every other job's temporary in it is a dead job's.
-        const auto [files, bytes] = remove_dead_temporaries(stage_dir, state.job_token);
-        if (files > 0) {
-          spdlog::info("'{}': removed {} temporary file(s) ({} bytes) left by killed jobs",
-                       stage_dir, files, bytes);
-        }
-      }
-      if (state.action == StageAction::kFresh) {
-        if (existing) {
-          mark_stale(downstream, stage_dir, existing->value("config_fingerprint", ""),
-                     config_fingerprint);
-        }
-        std::error_code ec;
-        for (const auto& entry : fs::directory_iterator(stage_dir, ec)) {
-          const auto name = entry.path().filename();
-          if (name != kLockFile && name != kRanksLockFile) remove_tree(entry.path().string());
-        }
-        if (ec) fail<IoError>("cannot list '{}': {}", stage_dir, ec.message());
-        nlohmann::json run = {{"stage", stage},
-                              {"config_fingerprint", config_fingerprint},
-                              {"world_size", comm.size()},
-                              {"version", version()},
-                              {"git_revision", git_revision()},
-                              {"created", utc_timestamp()}};
-        if (run_fields.is_object()) run.update(run_fields);
-        atomic_write_file((fs::path(stage_dir) / "config.ini").string(), config_ini);
-        atomic_write_file((fs::path(stage_dir) / "run.json").string(), run.dump(2) + "\n");
-      }
-      outcome = std::to_string(static_cast<int>(state.action)) + state.job_token;
-    } catch (const Error& e) {
-      outcome = fmt::format("E{}{}", e.exit_code(), e.what());
+      state.ranks_lock->downgrade();
+    } else {
+      spdlog::warn("--file-locking false: '{}' is not locked; make sure no other job writes "
+                   "it", stage_dir);
     }
-  }
-  outcome = comm.broadcast(outcome, 0);
-  if (outcome.at(0) == 'E') {
-    const int code = outcome[1] - '0';
-    if (code == kExitBadInput) throw InvalidInput(outcome.substr(2));
-    throw IoError(outcome.substr(2));
-  }
+    auto existing = read_json_file((fs::path(stage_dir) / "run.json").string());
+    const bool success = summary_readable((fs::path(stage_dir) / "_SUCCESS").string());
+    const std::string stale = existing ? stale_reason(stage_dir) : "";
+    if (!stale.empty()) {
+      // Outputs made from a replaced input are worth nothing, whatever they were made with.
+      spdlog::warn("{}: starting it afresh", stale);
+      state.action = StageAction::kFresh;
+    } else {
+      state.action = plan_stage(stage_dir, existing, success, config_fingerprint, comm.size(),
+                                options.overwrite);
+    }
+    if (state.action != StageAction::kFresh && options.file_locking) {
+      // This job holds the directory's lock and no rank of an earlier job still runs here
+      // (.ranks.lock): every other job's temporary in it is a dead job's.
+      const auto [files, bytes] = remove_dead_temporaries(stage_dir, state.job_token);
+      if (files > 0) {
+        spdlog::info("'{}': removed {} temporary file(s) ({} bytes) left by killed jobs",
+                     stage_dir, files, bytes);
+      }
+    }
+    if (state.action == StageAction::kFresh) {
+      if (existing && !links.run.empty()) {
+        mark_downstream_stale(links.run, stage, stage_dir,
+                              fmt::format("its input '{}' was started afresh (--overwrite, a "
+                                          "changed input, or a stale run)",
+                                          stage_dir));
+      }
+      std::error_code ec;
+      for (const auto& entry : fs::directory_iterator(stage_dir, ec)) {
+        const auto name = entry.path().filename();
+        if (name != kLockFile && name != kRanksLockFile) remove_tree(entry.path().string());
+      }
+      if (ec) fail<IoError>("cannot list '{}': {}", stage_dir, ec.message());
+      nlohmann::json run = {{"stage", stage},
+                            {"config_fingerprint", config_fingerprint},
+                            {"world_size", comm.size()},
+                            {"version", version()},
+                            {"git_revision", git_revision()},
+                            {"created", utc_timestamp()}};
+      nlohmann::json inputs = nlohmann::json::array();
+      for (const auto& input : links.inputs) inputs.push_back(input_record(input, stage_dir));
+      run["inputs"] = std::move(inputs);
+      if (run_fields.is_object()) run.update(run_fields);
+      atomic_write_file((fs::path(stage_dir) / "config.ini").string(), config_ini);
+      atomic_write_file((fs::path(stage_dir) / "run.json").string(), run.dump(2) + "\n");
+    }
+    return std::to_string(static_cast<int>(state.action)) + state.job_token;
+  });
   state.action = static_cast<StageAction>(outcome[0] - '0');
   state.job_token = outcome.substr(1);
   if (comm.rank() != 0 && options.file_locking) {

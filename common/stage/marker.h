@@ -21,6 +21,7 @@
 
 #include "common/core/fs.h"
 #include "common/mpi/comm.h"
+#include "common/stage/layout.h"
 #include "common/stage/stage_options.h"
 
 namespace tessera {
@@ -79,11 +80,6 @@ StageAction plan_stage(const std::string& stage_dir, const std::optional<nlohman
                        bool success_exists, const std::string& config_fingerprint, int world_size,
                        bool overwrite);
 
-// Files of a stage directory the skeleton owns.
-inline constexpr const char* kLockFile = ".lock";             // the writer's lock (rank 0)
-inline constexpr const char* kRanksLockFile = ".ranks.lock";  // shared by every rank of a job
-inline constexpr const char* kStaleFile = "_STALE";  // outputs made from a replaced input
-
 struct StageState {
   StageAction action = StageAction::kFresh;
   std::string job_token;              // this job's identity, recorded in .lock
@@ -96,16 +92,24 @@ struct StageState {
 nlohmann::json summary_base(const std::string& stage, int world_size,
                             const std::string& config_fingerprint, const std::string& start_time);
 
+// Where a stage directory sits in its run and what it is made from.
+struct StageLinks {
+  std::string run;                  // the run directory (RUN/), for stale marking downstream
+  std::vector<std::string> inputs;  // the stage directories it reads (recorded in run.json)
+};
+
 // Collective. Rank 0 creates `stage_dir`, takes its lock, recording a new job token in it
 // (InvalidInput when another job holds it or reads it, or when ranks of an earlier job are still
-// running there; skipped with a warning when options.file_locking is false), plans the action, on
-// kFresh replacing an earlier run marks the `downstream` stage directories made from it stale,
-// empties the directory and writes run.json and config.ini. The action and token are broadcast;
-// every rank then holds .ranks.lock shared. Keep the returned state alive until the stage ends.
+// running there; skipped with a warning when options.file_locking is false), plans the action (a
+// directory that is stale, or whose recorded inputs changed, starts afresh), on kFresh replacing
+// an earlier run marks every downstream stage directory made from it stale (lineage.h), empties
+// the directory and writes run.json (with the inputs' lineage records) and config.ini. The action
+// and token are broadcast; every rank then holds .ranks.lock shared. Keep the returned state
+// alive until the stage ends. Errors keep their type on every rank.
 StageState prepare_stage(Comm& comm, const std::string& stage, const std::string& stage_dir,
                          const std::string& config_ini, const std::string& config_fingerprint,
                          const StageOptions& options, const nlohmann::json& run_fields = {},
-                         const std::vector<std::string>& downstream = {});
+                         const StageLinks& links = {});
 
 // Not collective. Whether the job with `job_token` still holds `stage_dir`: .lock records that
 // token and (unless this process is the lock holder) another process holds the lock. False once

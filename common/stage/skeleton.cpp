@@ -12,6 +12,7 @@
 #include "common/core/clock.h"
 #include "common/core/error.h"
 #include "common/core/fs.h"
+#include "common/stage/lineage.h"
 
 namespace tessera {
 
@@ -36,42 +37,30 @@ std::string RankContext::staging_path(const std::string& relative) const {
 std::optional<FileLock> hold_input(Comm& comm, const std::string& stage_dir,
                                    const StageOptions& options) {
   std::optional<FileLock> lock;
-  std::string problem;
-  if (comm.rank() == 0 && options.file_locking) {
-    try {
-      if (!path_exists((fs::path(stage_dir) / "run.json").string())) {
-        fail<InvalidInput>("'{}' is not complete (no _SUCCESS): run that stage first or finish its "
-                           "rerun",
-                           stage_dir);
-      }
-      std::string holder;
-      lock = FileLock::try_acquire((fs::path(stage_dir) / kLockFile).string(), &holder,
-                                   FileLock::Mode::kShared);
-      if (!lock) {
-        problem = fmt::format("'{}' is being written by another running job ({}): wait for it "
-                              "to finish",
-                              stage_dir, holder);
-      }
-    } catch (const Error& e) {
-      problem = e.what();
+  if (!options.file_locking) return lock;
+  done_by_root(comm, [&] {
+    if (!path_exists(stage_file(stage_dir, kRunFile))) {
+      fail<InvalidInput>("'{}' is not complete (no _SUCCESS): run that stage first or finish its "
+                         "rerun",
+                         stage_dir);
     }
-  }
-  problem = comm.broadcast(problem, 0);
-  if (!problem.empty()) throw InvalidInput(problem);
+    std::string holder;
+    lock = FileLock::try_acquire(stage_file(stage_dir, kLockFile), &holder,
+                                 FileLock::Mode::kShared);
+    if (!lock) {
+      fail<InvalidInput>("'{}' is being written by another running job ({}): wait for it to "
+                         "finish",
+                         stage_dir, holder);
+    }
+  });
   return lock;
-}
-
-std::string part_dir(const std::string& root, int part, int parts) {
-  if (parts == 1) return root;
-  return (fs::path(root) / fmt::format("part-{:05d}-of-{:05d}", part, parts)).string();
 }
 
 std::vector<std::string> incomplete_parts(const std::string& root, int parts) {
   std::vector<std::string> missing;
   for (int p = 0; p < parts; ++p) {
     const std::string dir = part_dir(root, p, parts);
-    if (!path_exists((fs::path(dir) / "_SUCCESS").string()) ||
-        path_exists((fs::path(dir) / kStaleFile).string())) {
+    if (!path_exists(stage_file(dir, kSuccessFile)) || !stale_reason(dir).empty()) {
       missing.push_back(dir);
     }
   }
@@ -111,6 +100,44 @@ std::string check_markers_shared(Comm& comm, const std::string& stage_dir,
   return "";
 }
 
+// Each rank checks the outputs i, i + R, ... that `success` (the _SUCCESS of `stage_dir`) lists;
+// returns the first problem found on any rank.
+std::string check_success_outputs_shared(Comm& comm, const std::string& stage_dir,
+                                         const nlohmann::json& success, VerifyLevel level) {
+  std::string problem;
+  if (success.contains("outputs") && success["outputs"].is_array()) {
+    const auto& outputs = success["outputs"];
+    for (size_t i = comm.rank(); i < outputs.size() && problem.empty();
+         i += static_cast<size_t>(comm.size())) {
+      try {
+        problem = check_output(stage_dir, OutputRecord::from_json(outputs[i]), level);
+      } catch (const nlohmann::json::exception& e) {
+        problem = fmt::format("'{}/_SUCCESS' lists an unreadable output: {}", stage_dir, e.what());
+      }
+    }
+  }
+  for (const auto& p : comm.allgather(problem)) {
+    if (!p.empty()) return p;
+  }
+  return "";
+}
+
+// Seals the files this rank's finish() wrote and gathers every rank's records on rank 0.
+nlohmann::json seal_finish_outputs(Comm& comm, const std::string& stage_dir,
+                                   const nlohmann::json& fields) {
+  nlohmann::json mine = nlohmann::json::array();
+  if (fields.is_object() && fields.contains("outputs")) {
+    for (const auto& file : fields["outputs"]) {
+      mine.push_back(seal_output(stage_dir, file.get<std::string>()).to_json());
+    }
+  }
+  nlohmann::json all = nlohmann::json::array();
+  for (const auto& text : comm.allgather(mine.dump())) {
+    for (auto& record : nlohmann::json::parse(text)) all.push_back(std::move(record));
+  }
+  return all;
+}
+
 }  // namespace
 
 nlohmann::json check_stage_input(Comm& comm, const std::string& stage_dir, VerifyLevel level) {
@@ -121,14 +148,12 @@ nlohmann::json check_stage_input(Comm& comm, const std::string& stage_dir, Verif
                        "rerun",
                        stage_dir);
   }
-  if (auto stale = read_json_file((fs::path(stage_dir) / kStaleFile).string())) {
-    fail<InvalidInput>("'{}' is stale: {} ('{}'); rerun that stage", stage_dir,
-                       stale->value("reason", "its input was replaced"),
-                       stale->value("input", ""));
-  }
-  const std::string problem =
+  const std::string stale = stale_reason(stage_dir);
+  if (!stale.empty()) fail<InvalidInput>("{}; rerun that stage", stale);
+  std::string problem =
       check_markers_shared(comm, stage_dir, run->value("config_fingerprint", ""),
                            run->value("world_size", 0), level);
+  if (problem.empty()) problem = check_success_outputs_shared(comm, stage_dir, *success, level);
   if (!problem.empty()) {
     fail<IoError>("input {} is damaged or incomplete: {}; rerun that stage with --verify full to "
                   "redo what is damaged",
@@ -140,11 +165,18 @@ nlohmann::json check_stage_input(Comm& comm, const std::string& stage_dir, Verif
 int run_stage(Comm& comm, const StageRun& run, StageWork& work) {
   const std::string start_time = utc_timestamp();
   StageState state = prepare_stage(comm, run.stage, run.dir, run.config_ini, run.fingerprint,
-                                   run.options, run.run_fields, run.downstream);
+                                   run.options, run.run_fields, run.links);
   if (state.action == StageAction::kComplete && run.options.verify == VerifyLevel::kFull) {
     // A complete stage checked in full: anything damaged since is redone, the rest kept.
-    const std::string problem =
+    std::string problem =
         check_markers_shared(comm, run.dir, run.fingerprint, comm.size(), VerifyLevel::kFull);
+    if (problem.empty()) {
+      const auto success = decided_by_root(comm, [&] {
+        return read_file((fs::path(run.dir) / kSuccessFile).string());
+      });
+      problem = check_success_outputs_shared(comm, run.dir, nlohmann::json::parse(success),
+                                             VerifyLevel::kFull);
+    }
     if (!problem.empty()) {
       if (comm.rank() == 0) {
         spdlog::warn("'{}' was complete but {}: resuming to redo it", run.dir, problem);
@@ -210,12 +242,12 @@ int run_stage(Comm& comm, const StageRun& run, StageWork& work) {
     const std::string rank_start = utc_timestamp();
     const RankContext context{comm.rank(), comm.size(), run.dir, state.job_token};
     RankResult result = work.rank_work(context);
-    if (run.options.debug_pause_before_marker > 0) {
+    if (run.options.faults.pause_before_marker > 0) {
       spdlog::warn("--debug-pause-before-marker: rank {} (pid {}) pausing {} s",
-                   comm.rank(), ::getpid(), run.options.debug_pause_before_marker);
+                   comm.rank(), ::getpid(), run.options.faults.pause_before_marker);
       spdlog::default_logger()->flush();
       std::this_thread::sleep_for(
-          std::chrono::duration<double>(run.options.debug_pause_before_marker));
+          std::chrono::duration<double>(run.options.faults.pause_before_marker));
     }
     if (run.options.file_locking &&
         !job_holds_run(run.dir, state.job_token, /*lock_holder=*/comm.rank() == 0)) {
@@ -257,11 +289,13 @@ int run_stage(Comm& comm, const StageRun& run, StageWork& work) {
     }
   }
   nlohmann::json fields = work.finish(comm, markers);
+  nlohmann::json finish_outputs = seal_finish_outputs(comm, run.dir, fields);
   int code = 0;
   if (comm.rank() == 0) {
     nlohmann::json summary = summary_base(run.stage, comm.size(), run.fingerprint, start_time);
     summary["exit_code"] = 0;
     if (fields.is_object()) summary.update(fields);
+    summary["outputs"] = std::move(finish_outputs);
     if (run.run_fields.is_object()) summary.update(run.run_fields);
     summary["wait_s_rank0"] = wait_s;
     summary["finish_s"] = seconds_since(finish_start);

@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/mpi/comm.h"
+#include "common/stage/layout.h"
 #include "common/stage/marker.h"
 #include "common/stage/stage_options.h"
 
@@ -34,9 +35,9 @@ struct StageRun {
   std::string fingerprint;  // what the outputs depend on
   StageOptions options;
   nlohmann::json run_fields;  // extra fields for run.json and _SUCCESS (part, parts, inputs)
-  // Stage directories made from this one's outputs (embed's of patchgen's): marked stale when
-  // this stage replaces an earlier run.
-  std::vector<std::string> downstream;
+  // The run it belongs to and the stage directories it reads: recorded in run.json, so that a
+  // fresh start of any of them marks this one stale, and a change to them is noticed on use.
+  StageLinks links;
   // Rank 0, when the directory is complete for this configuration: why work.finish() must run
   // again (what it wrote outside the directory is gone or stale, as ingest's catalog.json), or ""
   // to leave it complete. The stage then resumes: valid rank outputs are kept, finish() runs and
@@ -76,7 +77,10 @@ class StageWork {
   virtual RankResult rank_work(const RankContext& context) = 0;
   // Collective, after every rank's marker is written. `markers` holds every rank's marker on rank
   // 0 (checked by the skeleton) and is empty elsewhere. Rank 0 returns the stage's summary fields
-  // (with "exit_code" when not 0); other ranks' return values are ignored.
+  // (with "exit_code" when not 0). Every rank may return "outputs": the files it wrote outside
+  // rank_work (consolidated files, plans, per-slide files), relative to the stage directory and
+  // closed; the skeleton seals them (fsync, hashes) and lists them in _SUCCESS, where readers
+  // check them like rank outputs. Other fields of other ranks are ignored.
   virtual nlohmann::json finish(Comm& comm, const std::vector<nlohmann::json>& markers) = 0;
 };
 
@@ -85,16 +89,13 @@ class StageWork {
 int run_stage(Comm& comm, const StageRun& run, StageWork& work);
 
 // Collective. Checks a completed stage directory that this stage reads (patchgen's for embed,
-// embed's for ingest) before any work: _SUCCESS and run.json exist, and every rank marker and the
-// outputs it lists pass check_marker at `level` (kCheap: sizes and the files' two ends; kFull:
-// every byte, the markers shared out over the ranks). Throws InvalidInput naming the directory
-// when it is not complete or was marked stale, IoError naming the damaged file otherwise.
+// embed's for ingest) before any work: _SUCCESS and run.json exist, it is not stale and its own
+// inputs did not change since it was made (lineage.h), and every rank marker and the outputs it
+// lists, and the outputs _SUCCESS lists, pass their checks at `level` (kCheap: sizes and the
+// files' two ends; kFull: every byte, shared out over the ranks). Throws InvalidInput naming the
+// directory when it is not complete or is stale, IoError naming the damaged file otherwise.
 // Returns its run.json.
 nlohmann::json check_stage_input(Comm& comm, const std::string& stage_dir, VerifyLevel level);
-
-// The directory of one part of a stage: `root` itself when parts == 1, else
-// root/part-PPPPP-of-QQQQQ.
-std::string part_dir(const std::string& root, int part, int parts);
 
 // Collective. Rank 0 holds `stage_dir`'s lock shared while the returned lock lives, so that no
 // job replaces an input while this stage reads it (no-op when options.file_locking is false).

@@ -10,6 +10,7 @@
 
 #include "common/core/error.h"
 #include "common/core/fs.h"
+#include "common/stage/lineage.h"
 
 namespace tessera {
 namespace {
@@ -167,28 +168,129 @@ TEST_F(SkeletonTest, JobHoldsRunOnlyWhileItsRankZeroHoldsTheLock) {
   EXPECT_FALSE(job_holds_run(dir_.string(), "A", /*lock_holder=*/false));
 }
 
-// Replacing a run marks the stage directories made from it stale; they refuse to serve as input
-// and start afresh when rerun.
-TEST_F(SkeletonTest, OverwriteMarksDownstreamStale) {
-  const fs::path downstream = dir_.parent_path() / (dir_.filename().string() + "_down");
-  fs::remove_all(downstream);
-  StageRun down{"down", downstream.string(), "", "dfp", {}, {}};
-  RecordingWork first(dir_.string()), made(downstream.string());
-  ASSERT_EQ(run_stage(comm_, run_, first), 0);
-  ASSERT_EQ(run_stage(comm_, down, made), 0);
-  EXPECT_NO_THROW(check_stage_input(comm_, downstream.string(), VerifyLevel::kCheap));
-  run_.fingerprint = "replaced";
-  run_.options.overwrite = true;
-  run_.downstream = {downstream.string()};
-  RecordingWork replaced(dir_.string());
-  ASSERT_EQ(run_stage(comm_, run_, replaced), 0);
-  ASSERT_TRUE(fs::exists(downstream / "_STALE"));
-  EXPECT_THROW(check_stage_input(comm_, downstream.string(), VerifyLevel::kCheap), InvalidInput);
-  RecordingWork redo(downstream.string());
-  EXPECT_EQ(run_stage(comm_, down, redo), 0);
+// Replacing a run marks every stage directory made from it stale, as far down the stage graph
+// as it reaches (patchgen -> embed -> ingest); they refuse to serve as input and start afresh
+// when rerun. Directories made from other inputs are left alone.
+TEST_F(SkeletonTest, OverwriteMarksEveryDownstreamStageStale) {
+  const fs::path root = dir_ / "RUN";
+  const RunLayout layout(root.string());
+  const std::string patchgen = layout.stage_dir(kPatchgenStage, "", 0, 1);
+  const std::string embed_a = layout.stage_dir(kEmbedStage, "a", 0, 1);
+  const std::string embed_b = layout.stage_dir(kEmbedStage, "b", 0, 1);
+  const std::string ingest_a = layout.stage_dir(kIngestStage, "a", 0, 1);
+  const std::string ingest_b = layout.stage_dir(kIngestStage, "b", 0, 1);
+  auto stage = [&](const char* name, const std::string& dir, std::vector<std::string> inputs) {
+    return StageRun{name, dir, "", std::string("fp-") + name, {}, {}, {root.string(), inputs}};
+  };
+  StageRun pg = stage(kPatchgenStage, patchgen, {});
+  const StageRun ea = stage(kEmbedStage, embed_a, {patchgen});
+  const StageRun eb = stage(kEmbedStage, embed_b, {patchgen});
+  const StageRun ia = stage(kIngestStage, ingest_a, {embed_a, patchgen});
+  const StageRun ib = stage(kIngestStage, ingest_b, {embed_b, patchgen});
+  for (const StageRun* r : std::vector<const StageRun*>{&pg, &ea, &eb, &ia, &ib}) {
+    RecordingWork work(r->dir);
+    ASSERT_EQ(run_stage(comm_, *r, work), 0) << r->dir;
+  }
+  EXPECT_NO_THROW(check_stage_input(comm_, embed_a, VerifyLevel::kCheap));
+
+  // embed --overwrite of tag a: its index is stale, tag b and its index are not.
+  StageRun ea2 = ea;
+  ea2.fingerprint = "fp-embed-replaced";
+  ea2.options.overwrite = true;
+  RecordingWork replaced(embed_a);
+  ASSERT_EQ(run_stage(comm_, ea2, replaced), 0);
+  EXPECT_TRUE(fs::exists(fs::path(ingest_a) / kStaleFile));
+  EXPECT_FALSE(fs::exists(fs::path(ingest_b) / kStaleFile));
+  EXPECT_FALSE(fs::exists(fs::path(embed_b) / kStaleFile));
+  EXPECT_NE(stale_reason(ingest_a), "");
+  EXPECT_EQ(stale_reason(ingest_b), "");
+  EXPECT_THROW(check_stage_input(comm_, ingest_a, VerifyLevel::kCheap), InvalidInput);
+
+  // patchgen --overwrite: every embed and ingest directory is stale, ingest b through embed b.
+  pg.fingerprint = "fp-patchgen-replaced";
+  pg.options.overwrite = true;
+  RecordingWork pg2(patchgen);
+  ASSERT_EQ(run_stage(comm_, pg, pg2), 0);
+  for (const auto& dir : {embed_a, embed_b, ingest_a, ingest_b}) {
+    EXPECT_TRUE(fs::exists(fs::path(dir) / kStaleFile)) << dir;
+    EXPECT_THROW(check_stage_input(comm_, dir, VerifyLevel::kCheap), InvalidInput) << dir;
+  }
+  // A stale directory starts afresh when rerun, without --overwrite.
+  RecordingWork redo(embed_b);
+  EXPECT_EQ(run_stage(comm_, eb, redo), 0);
   EXPECT_EQ(redo.rank_works, 1);
-  EXPECT_FALSE(fs::exists(downstream / "_STALE"));
-  fs::remove_all(downstream);
+  EXPECT_FALSE(fs::exists(fs::path(embed_b) / kStaleFile));
+  EXPECT_EQ(stale_reason(embed_b), "");
+}
+
+// An input changed without any marking (a folder swapped in by hand, a rerun with file locking
+// off from elsewhere) is found by the lineage recorded in run.json.
+TEST_F(SkeletonTest, AnInputChangedBehindItsBackIsFoundOnUse) {
+  const fs::path root = dir_ / "RUN";
+  const RunLayout layout(root.string());
+  const std::string patchgen = layout.stage_dir(kPatchgenStage, "", 0, 1);
+  const std::string embed = layout.stage_dir(kEmbedStage, "t", 0, 1);
+  StageRun pg{kPatchgenStage, patchgen, "", "fp", {}, {}, {root.string(), {}}};
+  StageRun em{kEmbedStage, embed, "", "fe", {}, {}, {root.string(), {patchgen}}};
+  RecordingWork w1(patchgen), w2(embed);
+  ASSERT_EQ(run_stage(comm_, pg, w1), 0);
+  ASSERT_EQ(run_stage(comm_, em, w2), 0);
+  EXPECT_EQ(stale_reason(embed), "");
+  // Another complete patch run is swapped in: same layout, another _SUCCESS.
+  const std::string success = (fs::path(patchgen) / kSuccessFile).string();
+  std::string text = read_file(success);
+  text.insert(text.find('{') + 1, "\"swapped\": true, ");
+  atomic_write_file(success, text);
+  EXPECT_NE(stale_reason(embed).find("rerun or replaced"), std::string::npos) << stale_reason(embed);
+  EXPECT_THROW(check_stage_input(comm_, embed, VerifyLevel::kCheap), InvalidInput);
+  // Rerunning the embed stage starts it afresh (no --overwrite needed) and records the new input.
+  RecordingWork w3(embed);
+  EXPECT_EQ(run_stage(comm_, em, w3), 0);
+  EXPECT_EQ(w3.last_action, StageAction::kFresh);
+  EXPECT_EQ(stale_reason(embed), "");
+}
+
+// Files a stage writes in finish() are sealed into _SUCCESS and checked by its readers: a damaged
+// consolidated file fails the input check, and --verify full on the complete stage redoes it.
+TEST_F(SkeletonTest, FinishOutputsAreSealedAndChecked) {
+  class ConsolidatingWork final : public StageWork {
+   public:
+    explicit ConsolidatingWork(std::string dir) : dir_(std::move(dir)) {}
+    std::optional<int> setup(Comm&, StageAction) override { return std::nullopt; }
+    RankResult rank_work(const RankContext& context) override {
+      atomic_write_file(context.staging_path("part.bin"), "rank data");
+      return {{"part.bin"}, nlohmann::json::object()};
+    }
+    nlohmann::json finish(Comm&, const std::vector<nlohmann::json>&) override {
+      ++finishes;
+      atomic_write_file((fs::path(dir_) / "index.h5").string(), std::string(300000, 'i'));
+      return {{"outputs", {"index.h5"}}};
+    }
+    int finishes = 0;
+
+   private:
+    std::string dir_;
+  };
+  ConsolidatingWork first(dir_.string());
+  ASSERT_EQ(run_stage(comm_, run_, first), 0);
+  const auto success = read_json_file((dir_ / kSuccessFile).string());
+  ASSERT_TRUE(success);
+  ASSERT_EQ(success->at("outputs").size(), 1u);
+  EXPECT_EQ(success->at("outputs")[0].at("file"), "index.h5");
+  EXPECT_NO_THROW(check_stage_input(comm_, dir_.string(), VerifyLevel::kFull));
+  // One byte changed in the middle: only a full check sees it.
+  {
+    std::string bytes = read_file((dir_ / "index.h5").string());
+    bytes[150000] = 'X';
+    atomic_write_file((dir_ / "index.h5").string(), bytes);
+  }
+  EXPECT_NO_THROW(check_stage_input(comm_, dir_.string(), VerifyLevel::kCheap));
+  EXPECT_THROW(check_stage_input(comm_, dir_.string(), VerifyLevel::kFull), IoError);
+  run_.options.verify = VerifyLevel::kFull;
+  ConsolidatingWork again(dir_.string());
+  ASSERT_EQ(run_stage(comm_, run_, again), 0);
+  EXPECT_EQ(again.finishes, 1);
+  EXPECT_NO_THROW(check_stage_input(comm_, dir_.string(), VerifyLevel::kFull));
 }
 
 // A reader holds its input shared: a writer of that directory is refused meanwhile.

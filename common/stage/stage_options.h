@@ -7,6 +7,7 @@
 #include <string>
 
 #include "common/core/options_fwd.h"
+#include "common/stage/faults.h"
 
 namespace tessera {
 
@@ -22,7 +23,7 @@ struct StageOptions {
   VerifyLevel verify = VerifyLevel::kCheap;
   bool file_locking = true;  // false only on file systems mounted without lock support
   bool overwrite = false;
-  double debug_pause_before_marker = 0;  // fault injection for tests (a debug option of a stage)
+  Faults faults;  // fault injection for tests (the hidden --debug-* options)
 };
 
 // Adds --part, --parts, --verify, --file-locking and --overwrite.

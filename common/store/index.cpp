@@ -6,13 +6,14 @@
 #include "common/core/error.h"
 #include "common/core/fs.h"
 #include "common/h5/h5.h"
+#include "common/store/files.h"
 
 namespace tessera {
 
 namespace fs = std::filesystem;
 
 std::string IndexInfo::shard_path(int s) const {
-  return (fs::path(stage_dir) / "shards" / rank_file_name(s, ".h5")).string();
+  return (fs::path(stage_dir) / kShardsDir / rank_file_name(s, ".h5")).string();
 }
 
 IndexInfo load_index_info(const std::string& stage_dir) {
@@ -25,7 +26,7 @@ IndexInfo load_index_info(const std::string& stage_dir) {
                        stage_dir);
   }
   index.success = *success;
-  index.path = (fs::path(stage_dir) / "index.h5").string();
+  index.path = (fs::path(stage_dir) / kIndexFile).string();
   h5::File file = h5::File::open(index.path, h5::Mode::kRead);
   if (file.attr_int("format_version") != kIndexFormatVersion) {
     fail<IoError>("'{}' has index format version {}, this build reads {}", index.path,
@@ -38,11 +39,15 @@ IndexInfo load_index_info(const std::string& stage_dir) {
   index.part = static_cast<int>(file.attr_int("part"));
   index.parts = static_cast<int>(file.attr_int("parts"));
   index.config_fingerprint = file.attr_string("config_fingerprint");
-  index.rows = static_cast<int64_t>(file.open_dataset("patch_id").dims()[0]);
-  h5::Group g = file.open_group("slides");
+  index.rows = static_cast<int64_t>(file.open_dataset(index_names::kPatchId).dims()[0]);
+  h5::Group g = file.open_group(index_names::kSlides);
   SlideTable& t = index.slides;
   t.slide_id = g.open_dataset("slide_id").read_strings();
   t.path = g.open_dataset("path").read_strings();
+  t.path_as_written = g.open_dataset("path_as_written").read_strings();
+  t.mpp_source = g.open_dataset("mpp_source").read_strings();
+  t.vendor = g.open_dataset("vendor").read_strings();
+  t.mpp_y = g.open_dataset("mpp_y").read_all<double>();
   t.patient_id = g.open_dataset("patient_id").read_strings();
   t.status = g.open_dataset("status").read_strings();
   t.reason = g.open_dataset("reason").read_strings();
@@ -53,8 +58,8 @@ IndexInfo load_index_info(const std::string& stage_dir) {
   t.read_size = g.open_dataset("read_size").read_all<int32_t>();
   t.mpp_x = g.open_dataset("mpp_x").read_all<double>();
   t.downsample = g.open_dataset("downsample").read_all<double>();
-  t.metadata_columns = g.open_dataset("metadata_columns").read_strings();
-  h5::Group meta = g.open_group("metadata");
+  t.metadata_columns = g.open_dataset(index_names::kMetadataColumns).read_strings();
+  h5::Group meta = g.open_group(index_names::kMetadata);
   for (const auto& column : t.metadata_columns) {
     t.metadata.push_back(meta.open_dataset(column).read_strings());
   }
@@ -75,9 +80,10 @@ struct IndexReader::Impl {
 
 IndexReader::IndexReader(const std::string& path) {
   h5::File file = h5::File::open(path, h5::Mode::kRead);
-  h5::Dataset ids = file.open_dataset("patch_id"), slide = file.open_dataset("slide"),
-              coords = file.open_dataset("coords"), tissue = file.open_dataset("tissue"),
-              shard = file.open_dataset("shard"), row = file.open_dataset("row");
+  using namespace index_names;
+  h5::Dataset ids = file.open_dataset(kPatchId), slide = file.open_dataset(kSlide),
+              coords = file.open_dataset(kCoords), tissue = file.open_dataset(kTissue),
+              shard = file.open_dataset(kShard), row = file.open_dataset(kRow);
   impl_ = std::unique_ptr<Impl>(new Impl{std::move(file), std::move(ids), std::move(slide),
                                          std::move(coords), std::move(tissue), std::move(shard),
                                          std::move(row)});

@@ -15,11 +15,25 @@ namespace tessera {
 
 inline constexpr int64_t kIndexFormatVersion = 2;
 
+// Dataset and group names of index.h5 (its writer is index_writer.h). They live here once.
+namespace index_names {
+inline constexpr const char* kPatchId = "patch_id";  // int64 [n], sorted
+inline constexpr const char* kSlide = "slide";       // int32 [n], manifest index
+inline constexpr const char* kCoords = "coords";     // int64 [n, 2], level-0 x, y
+inline constexpr const char* kTissue = "tissue";     // float32 [n]
+inline constexpr const char* kShard = "shard";       // int32 [n], patchgen rank shard
+inline constexpr const char* kRow = "row";           // int64 [n], row in that shard
+inline constexpr const char* kSlides = "slides";     // group: the slide table
+inline constexpr const char* kMetadata = "metadata";  // group in slides: one dataset per column
+inline constexpr const char* kMetadataColumns = "metadata_columns";
+}  // namespace index_names
+
 struct SlideTable {
-  std::vector<std::string> slide_id, path, patient_id, status, reason;
+  std::vector<std::string> slide_id, path, path_as_written, patient_id, status, reason;
+  std::vector<std::string> mpp_source, vendor;
   std::vector<int64_t> width, height, patch_count;
   std::vector<int32_t> level, read_size;
-  std::vector<double> mpp_x, downsample;
+  std::vector<double> mpp_x, mpp_y, downsample;
   std::vector<std::string> metadata_columns;
   std::vector<std::vector<std::string>> metadata;  // [column][slide]
   size_t size() const { return slide_id.size(); }

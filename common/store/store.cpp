@@ -185,26 +185,26 @@ ShardWriter::ShardWriter(const std::string& path, const StoreLayout& layout, int
     // in memory (zeros, then the rows) and writes it whole, and a batch that starts a chunk is
     // written twice; without it the rows go straight to the file (docs/performance.md).
     pixel_options.fill = false;
-    s.patches.emplace(s.file->create_appendable("patches", h5::Type::kUInt8, {size, size, 3},
+    s.patches.emplace(s.file->create_appendable(shard_names::kPatches, h5::Type::kUInt8, {size, size, 3},
                                                 pixel_options));
   } else if (layout.encoding == "jpeg") {
     pixel_options.chunk = {chunk};
-    s.patches.emplace(s.file->create_appendable("patches", h5::Type::kVarBytes, {}, pixel_options));
+    s.patches.emplace(s.file->create_appendable(shard_names::kPatches, h5::Type::kVarBytes, {}, pixel_options));
   } else {
     fail<InvalidInput>("invalid encoding '{}': expected raw or jpeg", layout.encoding);
   }
   h5::DatasetOptions column_options;
   column_options.chunk = {std::max<hsize_t>(chunk, 1024)};
-  s.patch_id.emplace(s.file->create_appendable("patch_id", h5::Type::kInt64, {}, column_options));
-  s.slide.emplace(s.file->create_appendable("slide", h5::Type::kInt32, {}, column_options));
+  s.patch_id.emplace(s.file->create_appendable(shard_names::kPatchId, h5::Type::kInt64, {}, column_options));
+  s.slide.emplace(s.file->create_appendable(shard_names::kSlide, h5::Type::kInt32, {}, column_options));
   h5::DatasetOptions coord_options;
   coord_options.chunk = {std::max<hsize_t>(chunk, 1024), 2};
-  s.coords.emplace(s.file->create_appendable("coords", h5::Type::kInt64, {2}, coord_options));
-  s.tissue.emplace(s.file->create_appendable("tissue", h5::Type::kFloat32, {}, column_options));
+  s.coords.emplace(s.file->create_appendable(shard_names::kCoords, h5::Type::kInt64, {2}, coord_options));
+  s.tissue.emplace(s.file->create_appendable(shard_names::kTissue, h5::Type::kFloat32, {}, column_options));
   h5::DatasetOptions sum_options;
   sum_options.chunk = {1024};
   s.patches_xxh3.emplace(
-      s.file->create_appendable("patches_xxh3", h5::Type::kInt64, {}, sum_options));
+      s.file->create_appendable(shard_names::kPatchesXxh3, h5::Type::kInt64, {}, sum_options));
 
   h5::File& f = *s.file;
   f.set_attr("format_version", kStoreFormatVersion);
@@ -391,11 +391,11 @@ ShardReader::ShardReader(const std::string& path) : impl_(std::make_unique<Impl>
   }
   s.patch_size = static_cast<int>(s.file->attr_int("patch_size"));
   s.encoding = s.file->attr_string("encoding");
-  s.patches.emplace(s.file->open_dataset("patches"));
+  s.patches.emplace(s.file->open_dataset(shard_names::kPatches));
   const std::vector<hsize_t> chunk = s.patches->chunk_dims();
   if (!chunk.empty()) s.chunk_rows = chunk[0];
   s.rows = static_cast<int64_t>(s.patches->dims().at(0));
-  s.sums = s.file->open_dataset("patches_xxh3").read_all<int64_t>();
+  s.sums = s.file->open_dataset(shard_names::kPatchesXxh3).read_all<int64_t>();
   const auto chunks = (static_cast<hsize_t>(s.rows) + s.chunk_rows - 1) / s.chunk_rows;
   if (s.sums.size() != chunks) {
     fail<IoError>("shard '{}' holds {} patch checksums for {} chunks of patches", path,
@@ -414,10 +414,10 @@ const std::string& ShardReader::encoding() const { return impl_->encoding; }
 
 ShardColumns ShardReader::read_columns() const {
   ShardColumns c;
-  c.patch_id = impl_->file->open_dataset("patch_id").read_all<int64_t>();
-  c.slide = impl_->file->open_dataset("slide").read_all<int32_t>();
-  c.coords = impl_->file->open_dataset("coords").read_all<int64_t>();
-  c.tissue = impl_->file->open_dataset("tissue").read_all<float>();
+  c.patch_id = impl_->file->open_dataset(shard_names::kPatchId).read_all<int64_t>();
+  c.slide = impl_->file->open_dataset(shard_names::kSlide).read_all<int32_t>();
+  c.coords = impl_->file->open_dataset(shard_names::kCoords).read_all<int64_t>();
+  c.tissue = impl_->file->open_dataset(shard_names::kTissue).read_all<float>();
   const size_t n = c.patch_id.size();
   if (c.slide.size() != n || c.coords.size() != 2 * n || c.tissue.size() != n ||
       static_cast<int64_t>(n) != impl_->rows) {

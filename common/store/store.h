@@ -21,6 +21,16 @@ namespace tessera {
 
 inline constexpr int64_t kStoreFormatVersion = 2;
 
+// Dataset names of a patch shard (listed above). They live here once.
+namespace shard_names {
+inline constexpr const char* kPatches = "patches";
+inline constexpr const char* kPatchesXxh3 = "patches_xxh3";
+inline constexpr const char* kPatchId = "patch_id";
+inline constexpr const char* kSlide = "slide";
+inline constexpr const char* kCoords = "coords";
+inline constexpr const char* kTissue = "tissue";
+}  // namespace shard_names
+
 struct StoreLayout {
   int patch_size = 224;
   double mpp = 0.5;

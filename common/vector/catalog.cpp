@@ -5,6 +5,8 @@
 
 #include "common/core/error.h"
 #include "common/core/fs.h"
+#include "common/stage/layout.h"
+#include "common/stage/lineage.h"
 
 namespace tessera {
 
@@ -170,6 +172,27 @@ Catalog load_catalog(const std::string& dir) {
                        dir);
   }
   return Catalog::from_json(*j, dir, path);
+}
+
+std::string catalog_stale_reason(const Catalog& catalog) {
+  for (const auto& g : catalog.generations) {
+    const std::string dir = (fs::path(catalog.dir) / g.dir).string();
+    if (!path_exists(stage_file(dir, kSuccessFile))) {
+      return fmt::format("generation '{}' is not complete (no {})", dir, kSuccessFile);
+    }
+    std::string why = stale_reason(dir);
+    if (!why.empty()) return why;
+  }
+  return "";
+}
+
+void require_current(const Catalog& catalog) {
+  const std::string why = catalog_stale_reason(catalog);
+  if (!why.empty()) {
+    fail<InvalidInput>("the index '{}' no longer matches its inputs: {}; rebuild it (ingest "
+                       "--overwrite), or rerun the stages tessera-status lists",
+                       catalog.dir, why);
+  }
 }
 
 void write_catalog(const Catalog& catalog) {

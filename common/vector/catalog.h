@@ -87,6 +87,14 @@ struct Catalog {
 // IoError when it is malformed or of another format version.
 Catalog load_catalog(const std::string& dir);
 
+// Why the index must not be searched, or "" when it may: a generation the catalog lists that is
+// not complete, is stale, or was made from inputs that changed since (lineage.h). Reads small
+// files only.
+std::string catalog_stale_reason(const Catalog& catalog);
+
+// Throws InvalidInput with catalog_stale_reason and what to run, when it is not "".
+void require_current(const Catalog& catalog);
+
 // Writes DIR/catalog.json atomically.
 void write_catalog(const Catalog& catalog);
 

@@ -5,6 +5,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
 
+#include "common/core/strings.h"
 #include "common/core/error.h"
 
 namespace tessera::embed::detail {
@@ -235,11 +236,6 @@ class ResNet50TruncImpl : public nn::Module {
   nn::Sequential stem_{nullptr}, layers_{nullptr};
 };
 TORCH_MODULE(ResNet50Trunc);
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() &&
-         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 
 void init_vit(nn::Module& module, at::Generator& gen) {
   torch::NoGradGuard no_grad;

@@ -69,13 +69,7 @@ OptionTable option_table() {
   add_stage_options(stage);
   t.add(stage, {{"part", kResult}, {"parts", kResult}, {"verify", kRunControl},
                 {"file-locking", kRunControl}, {"overwrite", kRunControl}});
-  t.group("Fault injection (tests only)")
-      ("debug-kill-rank", kDebug, po::value<int>()->default_value(-1),
-       "rank that kills itself (SIGKILL)")
-      ("debug-kill-after", kDebug, po::value<int64_t>()->default_value(-1),
-       "... after embedding this many patches")
-      ("debug-pause-before-marker", kDebug, value_with_default<double>(0.0),
-       "seconds every rank sleeps after its work, before it checks the run and writes its marker");
+  add_fault_options(t, "patches embedded");
   return t;
 }
 
@@ -134,9 +128,6 @@ std::map<std::string, std::string> option_values(const Config& c) {
       {"file-locking", ini_value(c.stage.file_locking)},
       // Never saved as true: feeding config.ini back must not wipe the run it describes.
       {"overwrite", ini_value(false)},
-      {"debug-kill-rank", ini_value(c.debug_kill_rank)},
-      {"debug-kill-after", ini_value(c.debug_kill_after)},
-      {"debug-pause-before-marker", ini_value(c.stage.debug_pause_before_marker)},
   };
 }
 
@@ -164,9 +155,7 @@ Config config_from(const po::variables_map& v) {
   c.partition = Partition::Spec::parse(v["partition"].as<std::string>(), "partition");
   c.peer_layouts = PeerLayouts::parse(v["peer-layouts"].as<std::string>());
   c.progress_interval = v["progress-interval"].as<double>();
-  c.debug_kill_rank = v["debug-kill-rank"].as<int>();
-  c.debug_kill_after = v["debug-kill-after"].as<int64_t>();
-  c.stage.debug_pause_before_marker = v["debug-pause-before-marker"].as<double>();
+  c.stage.faults = faults_from(v);
   if (c.tag.empty()) c.tag = default_tag(c.model);
   require(is_safe_slide_id(c.tag), "tag",
           "'" + c.tag + "' is not a safe folder name (A-Z a-z 0-9 . _ -)");

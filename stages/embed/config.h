@@ -35,8 +35,6 @@ struct Config {
   PeerLayouts peer_layouts;       // CLAM and TRIDENT layouts written besides features/
   StageOptions stage;             // part/parts, verify, file locking, overwrite
   double progress_interval = 5;
-  int debug_kill_rank = -1;
-  int64_t debug_kill_after = -1;  // patches embedded before the rank SIGKILLs itself
   // Rendered from the validated fields above (tag after defaulting to the model name, partition
   // and verify in their canonical spelling).
   std::string config_ini;         // kResult and kRunControl options: feeding it back through

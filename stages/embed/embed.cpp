@@ -7,7 +7,9 @@
 #include "common/core/error.h"
 #include "common/core/fs.h"
 #include "common/core/hash.h"
+#include "common/stage/lineage.h"
 #include "common/stage/skeleton.h"
+#include "common/store/files.h"
 #include "stages/embed/infer.h"
 #include "stages/embed/merge.h"
 #include "stages/embed/model.h"
@@ -75,36 +77,28 @@ class EmbedWork final : public StageWork {
   // feature files through it.
   nlohmann::json finish(Comm& comm, const std::vector<nlohmann::json>& markers) override {
     const Partition partition(config_.partition, info_.rows, comm.size());
-    std::string outcome;
-    if (comm.rank() == 0) {
-      try {
-        // The patch run must still be the one embedded: a patchgen --overwrite meanwhile would
-        // leave embeddings that belong to another index.
-        auto now = read_json_file((fs::path(info_.stage_dir) / "run.json").string());
-        if (!now || now->value("config_fingerprint", "") != info_.config_fingerprint ||
-            !file_size((fs::path(info_.stage_dir) / "_SUCCESS").string())) {
-          fail<IoError>("the patch run '{}' changed while embed ran (overwritten or rerun); its "
-                        "embeddings are not written: rerun embed",
-                        info_.stage_dir);
-        }
-        write_embeddings_file(info_, partition, model_->output_dim(), config_, model_fingerprint_,
-                              dir_, fingerprint_);
-      } catch (const Error& e) {
-        outcome = e.what();
+    done_by_root(comm, [&] {
+      // The patch run must still be the one embedded (lineage.h): a patchgen --overwrite
+      // meanwhile would leave embeddings that belong to another index.
+      const std::string changed = stale_reason(dir_);
+      if (!changed.empty()) {
+        fail<IoError>("{} while embed ran; its embeddings are not written: rerun embed", changed);
       }
-    }
-    outcome = comm.broadcast(outcome, 0);
-    if (!outcome.empty()) throw IoError(outcome);
+      write_embeddings_file(info_, partition, model_->output_dim(), config_, model_fingerprint_,
+                            dir_, fingerprint_);
+    });
     IndexReader index(info_.path);
     SlideFilesSpec spec;
     spec.peers = config_.peer_layouts;
     spec.encoder = trident_encoder_name(model_fingerprint_, config_.tag);
     spec.overlap = overlap_from_patchgen_ini(
         read_file((fs::path(info_.stage_dir) / "config.ini").string()), info_.patch_size);
+    std::vector<std::string> outputs;
     const int64_t slides = comm.allreduce_sum(write_slide_features(
-        info_, index, comm.rank(), comm.size(), model_fingerprint_, spec, dir_));
-    if (comm.rank() != 0) return {};
+        info_, index, comm.rank(), comm.size(), model_fingerprint_, spec, dir_, &outputs));
+    if (comm.rank() != 0) return {{"outputs", outputs}};
     write_status_table(info_, dir_);
+    outputs.insert(outputs.begin(), {kEmbeddingsFile, kSlideStatusFile});
     int64_t empty_slides = 0;
     for (size_t s = 0; s < info_.slides.size(); ++s) {
       if (slide_outcome(info_.slides, s) == SlideOutcome::kEmpty) ++empty_slides;
@@ -140,7 +134,8 @@ class EmbedWork final : public StageWork {
             {"partition", config_.partition.to_string()},
             {"model", model_fingerprint_},
             {"patchgen_fingerprint", info_.config_fingerprint},
-            {"seconds_summed_over_ranks", totals}};
+            {"seconds_summed_over_ranks", totals},
+            {"outputs", outputs}};
   }
 
  private:
@@ -156,8 +151,9 @@ class EmbedWork final : public StageWork {
 }  // namespace
 
 int run(const Config& config, Comm& comm) {
-  const std::string patchgen_dir = part_dir((fs::path(config.run) / "patchgen").string(),
-                                            config.stage.part, config.stage.parts);
+  const RunLayout layout(config.run);
+  const std::string patchgen_dir =
+      layout.stage_dir(kPatchgenStage, "", config.stage.part, config.stage.parts);
   // Held shared until embed ends: patchgen cannot replace the run meanwhile.
   const std::optional<FileLock> input_lock = hold_input(comm, patchgen_dir, config.stage);
   check_stage_input(comm, patchgen_dir, config.stage.verify);
@@ -182,14 +178,15 @@ int run(const Config& config, Comm& comm) {
                    config.force_preset_mismatch);
     return Model::describe(spec).dump();
   }));
-  const std::string stage_dir = part_dir((fs::path(config.run) / "embed" / config.tag).string(),
-                                         config.stage.part, config.stage.parts);
+  const std::string stage_dir =
+      layout.stage_dir(kEmbedStage, config.tag, config.stage.part, config.stage.parts);
   const std::string fingerprint =
       sha256_hex(config.fingerprint_ini + "model = " + model_fingerprint.dump() +
                  "\npatchgen = " + info.config_fingerprint + "\n");
   EmbedWork work(config, info, model_fingerprint, stage_dir, fingerprint, comm.local_rank());
-  StageRun run{"embed", stage_dir, config.config_ini, fingerprint, config.stage,
-               {{"part", config.stage.part}, {"parts", config.stage.parts}}};
+  StageRun run{kEmbedStage, stage_dir, config.config_ini, fingerprint, config.stage,
+               {{"part", config.stage.part}, {"parts", config.stage.parts}},
+               {config.run, {patchgen_dir}}};
   return run_stage(comm, run, work);
 }
 

@@ -146,13 +146,7 @@ InferStats embed_rows(const IndexInfo& info, const IndexReader& index, const Par
     ++stats.batches;
     ++written;
     progress.update(stats.patches);
-    if (rank == config.debug_kill_rank && config.debug_kill_after >= 0 &&
-        stats.patches >= config.debug_kill_after) {
-      spdlog::warn("--debug-kill-after {} reached: killing rank {} with SIGKILL",
-                   config.debug_kill_after, rank);
-      spdlog::default_logger()->flush();
-      std::raise(SIGKILL);
-    }
+    config.stage.faults.point(rank, stats.patches, "patches embedded");
   }
   auto t1 = Clock::now();
   writer.close();

@@ -7,6 +7,7 @@
 #include "common/core/fs.h"
 #include "common/h5/h5.h"
 #include "common/store/embeddings.h"
+#include "common/store/files.h"
 #include "stages/embed/peer_pt.h"
 
 namespace tessera::embed {
@@ -62,7 +63,7 @@ void write_embeddings_file(const IndexInfo& info, const Partition& partition, in
                     path, dims[0], dims[1], partition.count(r), d);
     }
   }
-  const std::string path = (fs::path(stage_dir) / "embeddings.h5").string();
+  const std::string path = (fs::path(stage_dir) / kEmbeddingsFile).string();
   {
     h5::File f = h5::File::open(path + ".tmp", h5::Mode::kCreateTruncate);
     const h5::Type values = config.store_dtype == "fp16" ? h5::Type::kFloat16 : h5::Type::kFloat32;
@@ -97,7 +98,8 @@ std::string make_dir(const std::string& stage_dir, const std::string& name) {
 
 int64_t write_slide_features(const IndexInfo& info, const IndexReader& index, int rank,
                              int world_size, const nlohmann::json& model_fingerprint,
-                             const SlideFilesSpec& spec, const std::string& stage_dir) {
+                             const SlideFilesSpec& spec, const std::string& stage_dir,
+                             std::vector<std::string>* written_files) {
   const std::string features_dir = make_dir(stage_dir, "features");
   std::string pt_dir, clam_h5_dir, clam_patches_dir, trident_dir, trident_patches_dir;
   if (spec.peers.clam) {
@@ -110,7 +112,7 @@ int64_t write_slide_features(const IndexInfo& info, const IndexReader& index, in
     trident_patches_dir = make_dir(stage_dir, "patches");
   }
   h5::File merged =
-      h5::File::open((fs::path(stage_dir) / "embeddings.h5").string(), h5::Mode::kRead);
+      h5::File::open((fs::path(stage_dir) / kEmbeddingsFile).string(), h5::Mode::kRead);
   h5::Dataset m_ids = merged.open_dataset(names::kPatchId);
   h5::Dataset m_emb = merged.open_dataset(names::kEmbeddings);
   const hsize_t d = m_emb.dims()[1];
@@ -172,16 +174,25 @@ int64_t write_slide_features(const IndexInfo& info, const IndexReader& index, in
       f.close();
     }
     commit_file(path + ".tmp", path);
+    std::vector<std::string> files = {path};
     if (spec.peers.clam) {
-      write_pt_tensor((fs::path(pt_dir) / (slide_id + ".pt")).string(), slide_values, count,
-                      static_cast<int64_t>(d));
-      link_or_copy(path, (fs::path(clam_h5_dir) / (slide_id + ".h5")).string());
-      write_clam_patch_file((fs::path(clam_patches_dir) / (slide_id + ".h5")).string(), xy, g);
+      files.push_back((fs::path(pt_dir) / (slide_id + ".pt")).string());
+      write_pt_tensor(files.back(), slide_values, count, static_cast<int64_t>(d));
+      files.push_back((fs::path(clam_h5_dir) / (slide_id + ".h5")).string());
+      link_or_copy(path, files.back());
+      files.push_back((fs::path(clam_patches_dir) / (slide_id + ".h5")).string());
+      write_clam_patch_file(files.back(), xy, g);
     }
     if (spec.peers.trident) {
-      link_or_copy(path, (fs::path(trident_dir) / (slide_id + ".h5")).string());
-      write_trident_patch_file(
-          (fs::path(trident_patches_dir) / (slide_id + "_patches.h5")).string(), xy, g);
+      files.push_back((fs::path(trident_dir) / (slide_id + ".h5")).string());
+      link_or_copy(path, files.back());
+      files.push_back((fs::path(trident_patches_dir) / (slide_id + "_patches.h5")).string());
+      write_trident_patch_file(files.back(), xy, g);
+    }
+    if (written_files) {
+      for (const auto& file : files) {
+        written_files->push_back(fs::path(file).lexically_relative(stage_dir).string());
+      }
     }
     ++written;
   }
@@ -189,7 +200,7 @@ int64_t write_slide_features(const IndexInfo& info, const IndexReader& index, in
 }
 
 void write_status_table(const IndexInfo& info, const std::string& stage_dir) {
-  atomic_write_file((fs::path(stage_dir) / "slides.csv").string(),
+  atomic_write_file((fs::path(stage_dir) / kSlideStatusFile).string(),
                     status_table_csv(info.slides));
 }
 

@@ -39,10 +39,12 @@ struct SlideFilesSpec {
 // file), clam/patches/<slide_id>.h5 and patches/<slide_id>_patches.h5; each file under a
 // temporary name, renamed when complete. An empty slide gets [0, D] features and [0, 2] coords.
 // Rows are read through embeddings.h5 in blocks after checking that its patch ids are the
-// index's. Returns the number of slides written (empty ones included).
+// index's. Returns the number of slides written (empty ones included); appends every file it
+// wrote (relative to the stage directory) to `written` when given.
 int64_t write_slide_features(const IndexInfo& info, const IndexReader& index, int rank,
                              int world_size, const nlohmann::json& model_fingerprint,
-                             const SlideFilesSpec& spec, const std::string& stage_dir);
+                             const SlideFilesSpec& spec, const std::string& stage_dir,
+                             std::vector<std::string>* written = nullptr);
 
 // Not collective (rank 0). Writes slides.csv (status_table_csv of the slide table) atomically.
 void write_status_table(const IndexInfo& info, const std::string& stage_dir);

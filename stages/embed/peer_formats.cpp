@@ -9,6 +9,7 @@
 #include <map>
 #include <sstream>
 
+#include "common/core/strings.h"
 #include "common/core/error.h"
 #include "common/core/fs.h"
 #include "common/h5/h5.h"
@@ -199,20 +200,6 @@ void link_or_copy(const std::string& target, const std::string& link) {
   }
   commit_file(tmp, link);
 }
-
-namespace {
-
-std::string csv_field(const std::string& v) {
-  if (v.find_first_of(",\"\r\n") == std::string::npos) return v;
-  std::string out = "\"";
-  for (char c : v) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
-}
-
-}  // namespace
 
 std::string status_table_csv(const SlideTable& slides) {
   std::string out = "slide_id,status,patches,reason\n";

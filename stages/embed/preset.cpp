@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "common/core/strings.h"
 #include "common/core/error.h"
 
 namespace tessera::embed {
@@ -28,17 +29,6 @@ const char* const kKeys[] = {"name",          "version",    "hf_hub_id", "input_
 const char* const kRequired[] = {"name", "input_size", "mean", "std", "output_dim", "pooling"};
 
 using KeyValues = std::map<std::string, std::string>;
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() &&
-         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-std::string trim(const std::string& s) {
-  const auto begin = s.find_first_not_of(" \t\r\n");
-  if (begin == std::string::npos) return {};
-  return s.substr(begin, s.find_last_not_of(" \t\r\n") - begin + 1);
-}
 
 KeyValues read_ini(const std::string& path) {
   std::ifstream in(path);

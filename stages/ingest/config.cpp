@@ -68,11 +68,7 @@ OptionTable option_table() {
        "lock run directories (false only on file systems without lock support)")
       ("overwrite", kRunControl, po::bool_switch(),
        "replace an ingest output made with other settings (every generation)");
-  t.group("Fault injection (tests only)")
-      ("debug-kill-rank", kDebug, po::value<int>()->default_value(-1),
-       "rank that kills itself (SIGKILL)")
-      ("debug-kill-after", kDebug, po::value<int64_t>()->default_value(-1),
-       "... after adding this many vectors");
+  add_fault_options(t, "vectors added");
   return t;
 }
 
@@ -135,8 +131,7 @@ Config config_from(const po::variables_map& v) {
   c.stage.verify = verify == "full" ? VerifyLevel::kFull : VerifyLevel::kCheap;
   c.stage.file_locking = v["file-locking"].as<bool>();
   c.stage.overwrite = v["overwrite"].as<bool>();
-  c.debug_kill_rank = v["debug-kill-rank"].as<int>();
-  c.debug_kill_after = v["debug-kill-after"].as<int64_t>();
+  c.stage.faults = faults_from(v);
   require(c.tag.empty() || is_safe_slide_id(c.tag), "tag",
           "'" + c.tag + "' is not a safe folder name (A-Z a-z 0-9 . _ -)");
   require(c.name.empty() || is_safe_slide_id(c.name), "name",
@@ -168,8 +163,6 @@ Config config_from(const po::variables_map& v) {
       {"verify", verify},
       {"file-locking", ini_value(c.stage.file_locking)},
       {"overwrite", ini_value(false)},
-      {"debug-kill-rank", ini_value(c.debug_kill_rank)},
-      {"debug-kill-after", ini_value(c.debug_kill_after)},
   };
   const OptionTable table = option_table();
   c.config_ini = table.config_ini(values);

@@ -27,8 +27,6 @@ struct Config {
   std::vector<int> embed_parts;    // parts taken in; empty = every part (--embed-parts all)
   bool append = false;             // add the parts completed since the last ingest
   StageOptions stage;              // verify, file locking, overwrite (part/parts unused)
-  int debug_kill_rank = -1;
-  int64_t debug_kill_after = -1;   // vectors added before the rank SIGKILLs itself
   std::string config_ini;          // kResult and kRunControl options
   std::string fingerprint_ini;     // kResult options: what the outputs depend on
 };

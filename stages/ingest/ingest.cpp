@@ -9,13 +9,13 @@
 #include <filesystem>
 #include <map>
 #include <random>
-#include <regex>
 #include <set>
 #include <unordered_set>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "common/store/files.h"
 #include "common/core/clock.h"
 #include "common/core/cpu.h"
 #include "common/core/error.h"
@@ -23,13 +23,14 @@
 #include "common/core/hash.h"
 #include "common/core/progress.h"
 #include "common/h5/h5.h"
-#include "common/stage/partition.h"
+#include "common/stage/lineage.h"
 #include "common/stage/skeleton.h"
 #include "common/store/embeddings.h"
 #include "common/store/index.h"
 #include "common/store/vector_meta.h"
 #include "common/vector/catalog.h"
 #include "common/vector/vector_index.h"
+#include "stages/ingest/route.h"
 
 namespace tessera::ingest {
 
@@ -80,9 +81,9 @@ std::vector<std::string> list_dirs(const std::string& dir) {
 
 std::string resolve_tag(const Config& config) {
   if (!config.tag.empty()) return config.tag;
-  const std::string embed = (fs::path(config.run) / "embed").string();
+  const std::string embed = (fs::path(config.run) / kEmbedStage).string();
   std::vector<std::string> tags;
-  for (const auto& name : list_dirs(embed)) {
+  for (const auto& name : RunLayout(config.run).names(kEmbedStage)) {
     if (is_safe_slide_id(name)) tags.push_back(name);
   }
   if (tags.size() == 1) return tags[0];
@@ -95,8 +96,7 @@ std::string resolve_tag(const Config& config) {
 }
 
 bool is_complete(const std::string& dir) {
-  return path_exists((fs::path(dir) / "_SUCCESS").string()) &&
-         !path_exists((fs::path(dir) / "_STALE").string());
+  return path_exists(stage_file(dir, kSuccessFile)) && stale_reason(dir).empty();
 }
 
 std::string relative_to(const std::string& path, const std::string& base) {
@@ -177,8 +177,9 @@ Decision decide(const Config& config) {
   Decision d;
   d.tag = resolve_tag(config);
   d.name = config.name.empty() ? d.tag : config.name;
-  const std::string embed_root = (fs::path(config.run) / "embed" / d.tag).string();
-  const std::string out = (fs::path(config.run) / "ingest" / d.name).string();
+  const RunLayout layout(config.run);
+  const std::string embed_root = layout.stage_root(kEmbedStage, d.tag);
+  const std::string out = layout.stage_root(kIngestStage, d.name);
   d.embed_parts = discover_parts(embed_root);
   for (int p : config.embed_parts) {
     if (p >= d.embed_parts) {
@@ -211,7 +212,8 @@ Decision decide(const Config& config) {
       std::error_code ec;
       fs::remove(fs::path(out) / kCatalogFile, ec);
       for (const auto& name : list_dirs(out)) {
-        if (name.rfind("gen-", 0) == 0 && name != "gen-00000") {
+        const auto g = parse_generation_name(name);
+        if (g && *g != 0) {
           remove_tree((fs::path(out) / name).string());
         }
       }
@@ -228,9 +230,9 @@ Decision decide(const Config& config) {
   }
   if (d.previous && !d.previous->generations.empty()) {
     const CatalogGeneration last = d.previous->generations.back();
-    if (!is_complete(generation_dir(out, last.generation))) {
+    if (!path_exists((fs::path(generation_dir(out, last.generation)) / "_SUCCESS").string())) {
       // Listed before its _SUCCESS was written (ingest once wrote the catalog first): finish it
-      // from the catalog it extended.
+      // from the catalog it extended. (A stale generation is refused below, as any append to it.)
       d.generation = last.generation;
       d.parts = last.parts;
       d.previous = catalog_before(*d.previous, last.generation);
@@ -252,6 +254,14 @@ Decision decide(const Config& config) {
   std::set<int> in;
   if (d.previous) {
     require_same_settings(config, *d.previous, out);
+    // Appending to an index whose vectors were made from replaced inputs would extend a wrong
+    // answer; every generation must still be current.
+    for (int g = 0; g < d.generation; ++g) {
+      const std::string why = stale_reason(generation_dir(out, g));
+      if (!why.empty()) {
+        fail<InvalidInput>("cannot append to '{}': {}; ingest anew with --overwrite", out, why);
+      }
+    }
     for (int p : d.previous->parts_in()) in.insert(p);
     if (d.previous->embed_parts != d.embed_parts) {
       fail<InvalidInput>("'{}' was made from {} embed part(s), '{}' now has {}: the embed output "
@@ -387,18 +397,13 @@ class IngestWork final : public StageWork {
       return std::nullopt;
     }
     const std::string trained = (fs::path(dir_) / kTrainedFile).string();
-    std::string problem;
-    if (comm.rank() == 0 && !path_exists(trained)) {
-      try {
-        train(index, trained);
-      } catch (const Error& e) {
-        problem = e.what();
-      }
-    }
-    // Ranks sleep in the barrier while rank 0 trains, leaving it the cores.
-    comm.barrier();
-    problem = comm.broadcast(problem, 0);
-    if (!problem.empty()) throw InvalidInput(problem);
+    // Ranks sleep in the barrier while rank 0 trains, leaving it the cores; a training error
+    // keeps its type (bad input, or an I/O failure writing trained.faiss).
+    done_by_root(
+        comm, [&] {
+          if (!path_exists(trained)) train(index, trained);
+        },
+        /*wait_in_barrier=*/true);
     template_.emplace(VectorIndex::read(trained, false));
     return std::nullopt;
   }
@@ -406,11 +411,9 @@ class IngestWork final : public StageWork {
   RankResult rank_work(const RankContext& context) override {
     const auto start = Clock::now();
     const int K = config_.shards;
-    const Partition owners = Partition::cyclic(K, context.world_size);
     std::vector<ShardBuild> builds;
     std::vector<int> slot(K, -1);  // shard -> index into builds, -1 when not this rank's
-    for (int64_t j = 0; j < owners.count(context.rank); ++j) {
-      const int k = static_cast<int>(owners.global_index(context.rank, j));
+    for (const int k : rank_shards(K, context.rank, context.world_size)) {
       make_directories((fs::path(dir_) / "shards" / shard_name(k)).string());
       ShardBuild& b = builds.emplace_back();
       b.shard = k;
@@ -427,16 +430,14 @@ class IngestWork final : public StageWork {
       if (config_.assign == Assign::kBySlide) placed = assign_by_slide(part_slides(), fill);
       int64_t sequence = decision_.previous ? decision_.previous->rows() : 0;
       // Rows this rank reads: its shards' slides (by-slide) or every row (cyclic).
+      std::vector<std::vector<RowRange>> ranges(sources_.size());
       int64_t to_read = 0;
       for (size_t s = 0; s < sources_.size(); ++s) {
-        if (config_.assign == Assign::kCyclic) {
-          to_read += sources_[s].info.rows;
-          continue;
-        }
-        const PartSlides slides = part_slides_of(sources_[s]);
-        for (size_t i = 0; i < slides.rows.size(); ++i) {
-          if (slot[placed[s][i]] >= 0) to_read += slides.rows[i];
-        }
+        const IndexInfo& info = sources_[s].info;
+        ranges[s] = rank_row_ranges(config_.assign, part_slides_of(info.slides),
+                                    placed.empty() ? std::vector<int>() : placed[s],
+                                    info.slide_offset, info.rows, slot);
+        for (const RowRange& r : ranges[s]) to_read += r.count;
       }
       Progress progress("ingest", to_read, {context.rank, 0, 1}, context.rank == 0,
                         (fs::path(dir_) / "progress.jsonl").string());
@@ -448,19 +449,7 @@ class IngestWork final : public StageWork {
           fail<IoError>("'{}' holds embeddings of dimension {}, part {} has {}",
                         source.embeddings_path, reader.dim(), sources_.front().part, dim_);
         }
-        // The row ranges to read, each with its shard (-1: route row by row, cyclic).
-        std::vector<std::array<int64_t, 3>> ranges;
-        if (config_.assign == Assign::kBySlide) {
-          const PartSlides slides = part_slides_of(source);
-          for (size_t i = 0; i < slides.slides.size(); ++i) {
-            const int k = placed[s][i];
-            if (slot[k] < 0) continue;
-            ranges.push_back({source.info.slide_offset[slides.slides[i]], slides.rows[i], k});
-          }
-        } else {
-          ranges.push_back({0, source.info.rows, -1});
-        }
-        for (const auto& [first, count, shard] : ranges) {
+        for (const auto& [first, count, shard] : ranges[s]) {
           for (int64_t at = first; at < first + count; at += config_.chunk_rows) {
             const int64_t n = std::min(config_.chunk_rows, first + count - at);
             auto t = Clock::now();
@@ -617,21 +606,9 @@ class IngestWork final : public StageWork {
     return fill;
   }
 
-  static PartSlides part_slides_of(const Source& source) {
-    PartSlides p;
-    const SlideTable& t = source.info.slides;
-    for (size_t s = 0; s < t.size(); ++s) {
-      if (t.patch_count[s] > 0) {
-        p.slides.push_back(static_cast<int32_t>(s));
-        p.rows.push_back(t.patch_count[s]);
-      }
-    }
-    return p;
-  }
-
   std::vector<PartSlides> part_slides() const {
     std::vector<PartSlides> parts;
-    for (const Source& s : sources_) parts.push_back(part_slides_of(s));
+    for (const Source& s : sources_) parts.push_back(part_slides_of(s.info.slides));
     return parts;
   }
 
@@ -678,11 +655,7 @@ class IngestWork final : public StageWork {
   }
 
   void maybe_die(int rank, int64_t added) const {
-    if (rank == config_.debug_kill_rank && config_.debug_kill_after >= 0 &&
-        added >= config_.debug_kill_after) {
-      spdlog::warn("debug: rank {} kills itself after adding {} vectors", rank, added);
-      kill(getpid(), SIGKILL);
-    }
+    config_.stage.faults.point(rank, added, "vectors added");
   }
 
   // Rank 0: trains `index` on a deterministic sample of this generation's rows and writes the
@@ -764,18 +737,13 @@ class IngestWork final : public StageWork {
 
 }  // namespace
 
-std::string generation_dir(const std::string& ingest_dir, int generation) {
-  return (fs::path(ingest_dir) / fmt::format("gen-{:05d}", generation)).string();
-}
-
 int discover_parts(const std::string& embed_root) {
   if (path_exists((fs::path(embed_root) / "run.json").string())) return 1;
-  static const std::regex kPart("part-(\\d{5})-of-(\\d{5})");
   int parts = 0;
   for (const auto& name : list_dirs(embed_root)) {
-    std::smatch m;
-    if (!std::regex_match(name, m, kPart)) continue;
-    const int q = std::stoi(m[2]);
+    const auto part = parse_part_name(name);
+    if (!part) continue;
+    const int q = part->parts;
     if (parts != 0 && q != parts) {
       fail<InvalidInput>("'{}' holds parts of {} and of {} parts: remove the folders of the "
                          "earlier split",
@@ -796,8 +764,8 @@ int run_generation(const Config& config, Comm& comm, std::string& ingest_dir_out
   // Rank 0 decides; the others receive the decision (or the error).
   const nlohmann::json decided = nlohmann::json::parse(
       decided_by_root(comm, [&] { return decision_json(decide(config)).dump(); }));
-  const std::string ingest_dir =
-      (fs::path(config.run) / "ingest" / decided.at("name").get<std::string>()).string();
+  const RunLayout layout(config.run);
+  const std::string ingest_dir = layout.stage_root(kIngestStage, decided.at("name").get<std::string>());
   const Decision decision = decision_from(decided, ingest_dir);
   ingest_dir_out = ingest_dir;
   if (decision.nothing_to_do) {
@@ -810,9 +778,10 @@ int run_generation(const Config& config, Comm& comm, std::string& ingest_dir_out
   // Every index string FAISS refuses is refused here, before anything is written.
   const Metric metric = parse_metric(config.metric);
 
-  const std::string embed_root = (fs::path(config.run) / "embed" / decision.tag).string();
-  const std::string patchgen_root = (fs::path(config.run) / "patchgen").string();
+  const std::string embed_root = layout.stage_root(kEmbedStage, decision.tag);
+  const std::string patchgen_root = layout.stage_root(kPatchgenStage);
   std::vector<std::optional<FileLock>> locks;
+  std::vector<std::string> inputs;
   std::vector<Source> sources;
   for (int p : decision.parts) {
     Source s;
@@ -822,8 +791,9 @@ int run_generation(const Config& config, Comm& comm, std::string& ingest_dir_out
     locks.push_back(hold_input(comm, s.embed_dir, config.stage));
     locks.push_back(hold_input(comm, s.patchgen_dir, config.stage));
     check_stage_input(comm, s.embed_dir, config.stage.verify);
+    inputs.insert(inputs.end(), {s.embed_dir, s.patchgen_dir});
     s.embed_success = read_json_file((fs::path(s.embed_dir) / "_SUCCESS").string()).value();
-    s.embeddings_path = (fs::path(s.embed_dir) / "embeddings.h5").string();
+    s.embeddings_path = (fs::path(s.embed_dir) / kEmbeddingsFile).string();
     s.info = load_index_info(s.patchgen_dir);
     if (s.embed_success.value("patchgen_fingerprint", "") != s.info.config_fingerprint) {
       fail<InvalidInput>("'{}' was embedded from another patch run than '{}' holds now: rerun "
@@ -860,7 +830,7 @@ int run_generation(const Config& config, Comm& comm, std::string& ingest_dir_out
   const std::string fingerprint = sha256_hex(identity);
   const std::string dir = generation_dir(ingest_dir, decision.generation);
   IngestWork work(config, decision, sources, dir, ingest_dir, fingerprint, dim);
-  StageRun stage_run{"ingest",
+  StageRun stage_run{kIngestStage,
                      dir,
                      config.config_ini,
                      fingerprint,
@@ -868,7 +838,8 @@ int run_generation(const Config& config, Comm& comm, std::string& ingest_dir_out
                      {{"tag", decision.tag},
                       {"name", decision.name},
                       {"generation", decision.generation},
-                      {"embed_parts", decision.parts}}};
+                      {"embed_parts", decision.parts}},
+                     {config.run, inputs}};
   stage_run.refinish_reason = [ingest_dir, generation = decision.generation] {
     return catalog_gap(ingest_dir, generation);
   };

@@ -95,15 +95,7 @@ OptionTable option_table() {
   add_stage_options(stage);
   t.add(stage, {{"part", kResult}, {"parts", kResult}, {"verify", kRunControl},
                 {"file-locking", kRunControl}, {"overwrite", kRunControl}});
-  t.group("Fault injection (tests only)")
-      ("debug-kill-rank", kDebug, po::value<int>()->default_value(-1),
-       "rank that kills itself (SIGKILL)")
-      ("debug-kill-after", kDebug, po::value<int64_t>()->default_value(-1),
-       "... after writing this many patches")
-      ("debug-file-size-limit", kDebug, po::value<int64_t>()->default_value(0),
-       "bytes: the rank's shard writes beyond this fail as on a full disk (0: off)")
-      ("debug-pause-before-marker", kDebug, value_with_default<double>(0.0),
-       "seconds every rank sleeps after its work, before it checks the run and writes its marker");
+  add_fault_options(t, "patches written");
   return t;
 }
 
@@ -185,10 +177,6 @@ std::map<std::string, std::string> option_values(const Config& c) {
       {"file-locking", ini_value(c.stage.file_locking)},
       // Never saved as true: feeding config.ini back must not wipe the run it describes.
       {"overwrite", ini_value(false)},
-      {"debug-kill-rank", ini_value(c.debug_kill_rank)},
-      {"debug-kill-after", ini_value(c.debug_kill_after)},
-      {"debug-file-size-limit", ini_value(c.debug_file_size_limit)},
-      {"debug-pause-before-marker", ini_value(c.stage.debug_pause_before_marker)},
   };
 }
 
@@ -236,10 +224,7 @@ Config config_from(const po::variables_map& v) {
   c.layout.chunk_patches = get<int>(v, "chunk-patches");
   c.partition = Partition::Spec::parse(get<std::string>(v, "partition"), "partition");
   c.qc = get<bool>(v, "qc");
-  c.debug_kill_rank = get<int>(v, "debug-kill-rank");
-  c.debug_kill_after = get<int64_t>(v, "debug-kill-after");
-  c.debug_file_size_limit = get<int64_t>(v, "debug-file-size-limit");
-  c.stage.debug_pause_before_marker = get<double>(v, "debug-pause-before-marker");
+  c.stage.faults = faults_from(v);
 
   require(c.patch_size >= 8 && c.patch_size <= 4096, "patch-size", "must be in 8..4096");
   require(c.stride >= 0 && c.stride <= 65536, "stride", "must be in 0..65536 (0: patch size)");

@@ -38,9 +38,6 @@ struct Config {
   int read_batch = 16;           // patches per batch a reader thread hands to the writer
   int read_ahead = 8;            // batches read ahead of the writer (bounds memory)
   double progress_interval = 5;
-  int debug_kill_rank = -1;      // fault injection for tests: this rank SIGKILLs itself ...
-  int64_t debug_kill_after = -1; // ... after writing this many patches
-  int64_t debug_file_size_limit = 0;  // > 0: RLIMIT_FSIZE for extraction (a full disk)
   // Rendered from the validated fields above, so equivalent spellings (--stride 0 and
   // --stride 224, --compression deflate and deflate:4) give the same text.
   std::string config_ini;        // kResult and kRunControl options: feeding it back through

@@ -10,7 +10,9 @@
 #include "common/core/error.h"
 #include "common/core/fs.h"
 #include "common/h5/h5.h"
-#include "common/store/index.h"
+#include "common/store/files.h"
+#include "common/store/index_writer.h"
+#include "common/store/store.h"
 
 namespace tessera::patchgen {
 
@@ -23,10 +25,10 @@ class ShardCursor {
  public:
   ShardCursor(const std::string& path, int shard)
       : file_(h5::File::open(path, h5::Mode::kRead)),
-        ids_(file_.open_dataset("patch_id")),
-        slide_(file_.open_dataset("slide")),
-        coords_(file_.open_dataset("coords")),
-        tissue_(file_.open_dataset("tissue")),
+        ids_(file_.open_dataset(shard_names::kPatchId)),
+        slide_(file_.open_dataset(shard_names::kSlide)),
+        coords_(file_.open_dataset(shard_names::kCoords)),
+        tissue_(file_.open_dataset(shard_names::kTissue)),
         shard_(shard),
         rows_(ids_.dims()[0]) {
     fill();
@@ -70,65 +72,13 @@ class ShardCursor {
   size_t pos_ = 0;
 };
 
-// Appends rows to index.h5's columns in blocks.
-class IndexColumns {
- public:
-  explicit IndexColumns(h5::File& f) {
-    h5::DatasetOptions opts;
-    opts.chunk = {65536};
-    h5::DatasetOptions coord_opts;
-    coord_opts.chunk = {65536, 2};
-    ids_.emplace(f.create_appendable("patch_id", h5::Type::kInt64, {}, opts));
-    slide_.emplace(f.create_appendable("slide", h5::Type::kInt32, {}, opts));
-    coords_.emplace(f.create_appendable("coords", h5::Type::kInt64, {2}, coord_opts));
-    tissue_.emplace(f.create_appendable("tissue", h5::Type::kFloat32, {}, opts));
-    shard_.emplace(f.create_appendable("shard", h5::Type::kInt32, {}, opts));
-    row_.emplace(f.create_appendable("row", h5::Type::kInt64, {}, opts));
-  }
-  void add(const ShardCursor& c) {
-    const size_t p = c.pos();
-    ids.push_back(c.ids[p]);
-    slide.push_back(c.slide[p]);
-    coords.push_back(c.coords[2 * p]);
-    coords.push_back(c.coords[2 * p + 1]);
-    tissue.push_back(c.tissue[p]);
-    shard.push_back(c.shard());
-    row.push_back(c.row());
-    if (ids.size() == 65536) flush();
-  }
-  void flush() {
-    const hsize_t n = ids.size();
-    if (n == 0) return;
-    ids_->append(ids.data(), n);
-    slide_->append(slide.data(), n);
-    coords_->append(coords.data(), n);
-    tissue_->append(tissue.data(), n);
-    shard_->append(shard.data(), n);
-    row_->append(row.data(), n);
-    written_ += static_cast<int64_t>(n);
-    ids.clear(), slide.clear(), coords.clear(), tissue.clear(), shard.clear(), row.clear();
-  }
-  void close() {
-    flush();
-    for (auto* d : {&ids_, &slide_, &coords_, &tissue_, &shard_, &row_}) (*d)->close();
-  }
-  int64_t written() const { return written_; }
-
- private:
-  std::optional<h5::Dataset> ids_, slide_, coords_, tissue_, shard_, row_;
-  std::vector<int64_t> ids, coords, row;
-  std::vector<int32_t> slide, shard;
-  std::vector<float> tissue;
-  int64_t written_ = 0;
-};
-
 struct MergeResult {
   int64_t rows = 0;
   std::vector<int64_t> per_slide;  // rows per manifest index
 };
 
 // The k-way merge: every shard is sorted by patch_id, so the smallest head is the next row.
-MergeResult merge_shards(h5::File& index, const std::string& stage_dir,
+MergeResult merge_shards(IndexWriter& index, const std::string& stage_dir,
                          const std::vector<nlohmann::json>& markers,
                          const std::map<int, std::string>& failures, size_t slides) {
   std::vector<std::unique_ptr<ShardCursor>> cursors;
@@ -146,7 +96,6 @@ MergeResult merge_shards(h5::File& index, const std::string& stage_dir,
   for (size_t r = 0; r < cursors.size(); ++r) {
     if (!cursors[r]->done()) heap.push({cursors[r]->id(), static_cast<int>(r)});
   }
-  IndexColumns columns(index);
   MergeResult result;
   result.per_slide.assign(slides, 0);
   int64_t last_id = -1;
@@ -163,81 +112,62 @@ MergeResult merge_shards(h5::File& index, const std::string& stage_dir,
     last_shard = r;
     const int slide = c.slide[c.pos()];
     if (!failures.count(slide)) {
-      columns.add(c);
+      const size_t p = c.pos();
+      index.add(c.ids[p], c.slide[p], c.coords[2 * p], c.coords[2 * p + 1], c.tissue[p],
+                c.shard(), c.row());
       ++result.per_slide.at(static_cast<size_t>(slide));
     }
     c.advance();
     if (!c.done()) heap.push({c.id(), r});
   }
-  columns.close();
-  result.rows = columns.written();
+  result.rows = index.rows();
   return result;
 }
 
-void write_slide_table(h5::File& file, const Manifest& manifest, const PartPlan& part,
+// The slide table of index.h5: every slide of the manifest, with the plan of those of this part.
+SlideTable slide_table(const Manifest& manifest, const PartPlan& part,
                        const std::vector<SlidePlan>& summaries,
                        const std::map<int, std::string>& failures,
                        const std::vector<int64_t>& per_slide, const Config& config) {
   std::vector<int> position(manifest.slides.size(), -1);
   for (size_t k = 0; k < part.slides.size(); ++k) position[part.slides[k]] = static_cast<int>(k);
-  h5::Group slides = file.create_group("slides");
-  std::vector<std::string> ids, paths, written, patients, sources, vendors, status, reasons;
-  std::vector<int64_t> widths, heights, counts;
-  std::vector<int32_t> levels, read_sizes;
-  std::vector<double> mpp_x, mpp_y, downsample;
+  SlideTable t;
   for (const auto& s : manifest.slides) {
-    ids.push_back(s.slide_id);
-    paths.push_back(s.path);
-    written.push_back(s.path_as_written);
-    patients.push_back(s.patient_id);
-    counts.push_back(per_slide[s.index]);
+    t.slide_id.push_back(s.slide_id);
+    t.path.push_back(s.path);
+    t.path_as_written.push_back(s.path_as_written);
+    t.patient_id.push_back(s.patient_id);
+    t.patch_count.push_back(per_slide[s.index]);
     const int k = position[s.index];
     const SlidePlan empty;
     const SlidePlan& p = k >= 0 ? summaries[k] : empty;
     auto failure = failures.find(s.index);
     if (k < 0) {
-      status.push_back("other_part");
-      reasons.push_back("");
+      t.status.push_back("other_part");
+      t.reason.push_back("");
     } else if (!p.ok || failure != failures.end()) {
-      status.push_back("failed");
-      reasons.push_back(!p.ok ? p.reason : failure->second);
+      t.status.push_back("failed");
+      t.reason.push_back(!p.ok ? p.reason : failure->second);
     } else {
-      status.push_back("ok");
-      reasons.push_back("");
+      t.status.push_back("ok");
+      t.reason.push_back("");
     }
-    sources.push_back(p.mpp_source);
-    vendors.push_back(p.vendor);
-    widths.push_back(p.width);
-    heights.push_back(p.height);
-    levels.push_back(p.ok ? p.level.level : -1);
-    read_sizes.push_back(p.ok ? p.level.read_size : 0);
-    mpp_x.push_back(p.mpp_x);
-    mpp_y.push_back(p.mpp_y);
-    downsample.push_back(p.ok ? p.level.footprint / config.patch_size : 0.0);
+    t.mpp_source.push_back(p.mpp_source);
+    t.vendor.push_back(p.vendor);
+    t.width.push_back(p.width);
+    t.height.push_back(p.height);
+    t.level.push_back(p.ok ? p.level.level : -1);
+    t.read_size.push_back(p.ok ? p.level.read_size : 0);
+    t.mpp_x.push_back(p.mpp_x);
+    t.mpp_y.push_back(p.mpp_y);
+    t.downsample.push_back(p.ok ? p.level.footprint / config.patch_size : 0.0);
   }
-  slides.write_strings("slide_id", ids);
-  slides.write_strings("path", paths);
-  slides.write_strings("path_as_written", written);
-  slides.write_strings("patient_id", patients);
-  slides.write_vector("width", widths);
-  slides.write_vector("height", heights);
-  slides.write_vector("mpp_x", mpp_x);
-  slides.write_vector("mpp_y", mpp_y);
-  slides.write_strings("mpp_source", sources);
-  slides.write_strings("vendor", vendors);
-  slides.write_vector("level", levels);
-  slides.write_vector("read_size", read_sizes);
-  slides.write_vector("downsample", downsample);
-  slides.write_vector("patch_count", counts);
-  slides.write_strings("status", status);
-  slides.write_strings("reason", reasons);
-  h5::Group meta = slides.create_group("metadata");
+  t.metadata_columns = manifest.metadata_columns;
   for (size_t c = 0; c < manifest.metadata_columns.size(); ++c) {
-    std::vector<std::string> values;
+    std::vector<std::string>& values = t.metadata.emplace_back();
     for (const auto& s : manifest.slides) values.push_back(s.metadata[c]);
-    meta.write_strings(manifest.metadata_columns[c], values);
   }
-  slides.write_strings("metadata_columns", manifest.metadata_columns);
+  return t;
 }
 
 }  // namespace
@@ -275,23 +205,22 @@ nlohmann::json consolidate(const Manifest& manifest, const PartPlan& part, const
     summaries.push_back(std::move(*p));
   }
 
-  const std::string path = (fs::path(stage_dir) / "index.h5").string();
+  const std::string path = (fs::path(stage_dir) / kIndexFile).string();
   const std::string tmp = path + ".tmp";
   MergeResult merged;
   {
-    h5::File file = h5::File::open(tmp, h5::Mode::kCreateTruncate);
-    merged = merge_shards(file, stage_dir, markers, failures, manifest.slides.size());
-    file.set_attr("format_version", kIndexFormatVersion);
-    file.set_attr("patch_size", static_cast<int64_t>(config.patch_size));
-    file.set_attr("mpp", config.mpp);
-    file.set_attr("encoding", config.layout.encoding);
-    file.set_attr("num_shards", static_cast<int64_t>(markers.size()));
-    file.set_attr("shard_pattern", std::string("shards/rank-%05d.h5"));
-    file.set_attr("config_fingerprint", fingerprint);
-    file.set_attr("part", static_cast<int64_t>(config.stage.part));
-    file.set_attr("parts", static_cast<int64_t>(config.stage.parts));
-    write_slide_table(file, manifest, part, summaries, failures, merged.per_slide, config);
-    file.close();
+    IndexWriter index(tmp);
+    merged = merge_shards(index, stage_dir, markers, failures, manifest.slides.size());
+    IndexAttributes attributes;
+    attributes.patch_size = config.patch_size;
+    attributes.mpp = config.mpp;
+    attributes.encoding = config.layout.encoding;
+    attributes.num_shards = static_cast<int>(markers.size());
+    attributes.config_fingerprint = fingerprint;
+    attributes.part = config.stage.part;
+    attributes.parts = config.stage.parts;
+    index.finish(slide_table(manifest, part, summaries, failures, merged.per_slide, config),
+                 attributes);
   }
   // The shards together must hold exactly the planned patches of every successful slide.
   int64_t expected = 0;

@@ -6,8 +6,8 @@
 #include "common/core/error.h"
 #include "common/core/fs.h"
 #include "common/core/hash.h"
-#include "common/h5/h5.h"
 #include "common/stage/marker.h"
+#include "common/store/index.h"
 #include "common/store/store.h"
 
 namespace tessera::patchgen {
@@ -24,37 +24,34 @@ void hash_vector(Sha256& h, const std::vector<T>& v) {
 }  // namespace
 
 RunDigest digest_run(const std::string& stage_dir) {
-  if (!fs::exists(fs::path(stage_dir) / "_SUCCESS")) {
+  if (!fs::exists(fs::path(stage_dir) / kSuccessFile)) {
     fail<IoError>("'{}' is not a completed patchgen run (no _SUCCESS)", stage_dir);
   }
-  h5::File index = h5::File::open((fs::path(stage_dir) / "index.h5").string(), h5::Mode::kRead);
-  auto ids = index.open_dataset("patch_id").read_all<int64_t>();
-  auto slide = index.open_dataset("slide").read_all<int32_t>();
-  auto coords = index.open_dataset("coords").read_all<int64_t>();
-  auto tissue = index.open_dataset("tissue").read_all<float>();
-  auto shard = index.open_dataset("shard").read_all<int32_t>();
-  auto row = index.open_dataset("row").read_all<int64_t>();
-  h5::Group slides = index.open_group("slides");
+  const IndexInfo info = load_index_info(stage_dir);
+  const IndexRows rows_all = IndexReader(info.path).read_range(0, info.rows);
+  const auto& ids = rows_all.patch_id;
+  const auto& shard = rows_all.shard;
+  const auto& row = rows_all.row;
 
   Sha256 ih;
   hash_vector(ih, ids);
-  hash_vector(ih, slide);
-  hash_vector(ih, coords);
-  hash_vector(ih, tissue);
-  for (const char* name : {"slide_id", "status", "reason"}) {
-    for (const auto& s : slides.open_dataset(name).read_strings()) ih.update(s + '\n');
+  hash_vector(ih, rows_all.slide);
+  hash_vector(ih, rows_all.coords);
+  hash_vector(ih, rows_all.tissue);
+  for (const auto* column : {&info.slides.slide_id, &info.slides.status, &info.slides.reason}) {
+    for (const auto& s : *column) ih.update(s + '\n');
   }
-  hash_vector(ih, slides.open_dataset("patch_count").read_all<int64_t>());
+  hash_vector(ih, info.slides.patch_count);
 
   // Read patches shard by shard in row order, then hash them in patch_id order.
   std::map<int, std::vector<std::pair<uint64_t, size_t>>> by_shard;  // row, position in index
   for (size_t i = 0; i < ids.size(); ++i) by_shard[shard[i]].push_back({static_cast<uint64_t>(row[i]), i});
-  const int patch_size = static_cast<int>(index.attr_int("patch_size"));
+  const int patch_size = info.patch_size;
   const size_t patch_bytes = static_cast<size_t>(patch_size) * patch_size * 3;
   std::vector<std::string> patch_hash(ids.size());
   for (auto& [s, rows] : by_shard) {
     std::sort(rows.begin(), rows.end());
-    ShardReader reader((fs::path(stage_dir) / "shards" / rank_file_name(s, ".h5")).string());
+    ShardReader reader(info.shard_path(s));
     const size_t batch = 256;
     std::vector<uint8_t> pixels;
     for (size_t b = 0; b < rows.size(); b += batch) {

@@ -297,15 +297,7 @@ std::string shard_file(int rank) { return "shards/" + rank_file_name(rank, ".h5"
 ExtractStats extract_rank(const Manifest& manifest, const PartPlan& part, const Config& config,
                           int rank, int world_size, const std::string& stage_dir,
                           const std::string& fingerprint, const std::string& shard_path) {
-  if (config.debug_file_size_limit > 0) {
-    std::signal(SIGXFSZ, SIG_IGN);  // a write beyond the limit fails with EFBIG instead
-    struct rlimit limit {};
-    getrlimit(RLIMIT_FSIZE, &limit);
-    limit.rlim_cur = static_cast<rlim_t>(config.debug_file_size_limit);
-    if (setrlimit(RLIMIT_FSIZE, &limit) != 0) {
-      fail<IoError>("--debug-file-size-limit: setrlimit failed: {}", std::strerror(errno));
-    }
-  }
+  config.stage.faults.apply_file_size_limit();
   const auto start = Clock::now();
   std::error_code ec;
   fs::create_directories(fs::path(shard_path).parent_path(), ec);
@@ -434,11 +426,8 @@ ExtractStats extract_rank(const Manifest& manifest, const PartPlan& part, const 
       // The batch is written from the reader's buffer, not copied. A failure to write the shard
       // is the rank's, not the slide's: thrown from here.
       for (size_t written = 0, count = static_cast<size_t>(batch->count); written < count;) {
-        size_t n = count - written;
-        const int64_t to_kill = config.debug_kill_after - stats.patches;
-        const bool kill = rank == config.debug_kill_rank && to_kill > 0 &&
-                          static_cast<size_t>(to_kill) <= n;
-        if (kill) n = static_cast<size_t>(to_kill);
+        const size_t n = static_cast<size_t>(config.stage.faults.allowed(
+            rank, stats.patches, static_cast<int64_t>(count - written)));
         if (batch->jpeg.empty()) {
           writer.add_rows(n, ids.data() + written, slides.data() + written,
                           xy.data() + 2 * written, tissue.data() + written,
@@ -452,12 +441,7 @@ ExtractStats extract_rank(const Manifest& manifest, const PartPlan& part, const 
         written += n;
         stats.patches += static_cast<int64_t>(n);
         done += static_cast<int64_t>(n);
-        if (kill) {
-          spdlog::warn("--debug-kill-after {} reached: killing rank {} with SIGKILL",
-                       config.debug_kill_after, rank);
-          spdlog::default_logger()->flush();
-          std::raise(SIGKILL);
-        }
+        config.stage.faults.point(rank, stats.patches, "patches written");
       }
       progress.update(done);
     }

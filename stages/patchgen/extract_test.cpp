@@ -138,7 +138,7 @@ TEST_F(ExtractTest, APlanOfAnotherConfigurationIsRefused) {
 // cannot close a file it cannot flush, and its teardown at exit would then crash the test program.
 TEST_F(ExtractTest, ShardWriteFailureIsTheRanksNotTheSlides) {
   config_.fail_fast = true;
-  config_.debug_file_size_limit = 200 << 10;  // a few chunks of 128 px patches
+  config_.stage.faults.file_size_limit = 200 << 10;  // a few chunks of 128 px patches
   EXPECT_EXIT(
       {
         try {

@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 
+#include "common/core/strings.h"
 #include "common/core/error.h"
 #include "common/core/fs.h"
 #include "common/core/utf8.h"
@@ -83,12 +84,6 @@ std::vector<CsvRow> parse_csv(const std::string& text, std::vector<std::string>&
   if (in_quotes) problems.push_back(fmt::format("line {}: unterminated quoted field", row.line));
   end_row();
   return rows;
-}
-
-std::string trim(const std::string& s) {
-  size_t b = s.find_first_not_of(" \t");
-  size_t e = s.find_last_not_of(" \t");
-  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
 }
 
 bool has_nul(const std::string& s) { return s.find('\0') != std::string::npos; }
@@ -334,6 +329,11 @@ void check_files_collecting(const Manifest& manifest, bool report_nul,
       }
     } else if (!fs::exists(path, ec)) {
       problems.push_back(fmt::format("slide '{}': {} '{}' does not exist", id, what, shown));
+    } else if (fs::is_directory(path, ec) && what == std::string("slide file")) {
+      // A folder is a DICOM series (common/slide/dicom_slide.h), read when the slide is opened.
+      if (::access(path.c_str(), R_OK | X_OK) != 0) {
+        problems.push_back(fmt::format("slide '{}': slide folder '{}' is not readable", id, shown));
+      }
     } else if (!fs::is_regular_file(path, ec)) {
       problems.push_back(fmt::format("slide '{}': {} '{}' is not a file", id, what, shown));
     } else if (::access(path.c_str(), R_OK) != 0) {
@@ -360,17 +360,6 @@ std::vector<std::string> check_manifest_files(const Manifest& manifest) {
   check_files_collecting(manifest, /*report_nul=*/true, problems);
   return problems;
 }
-
-namespace {
-
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n\r") == std::string::npos && trim(s) == s) return s;
-  std::string out = "\"";
-  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return out + "\"";
-}
-
-}  // namespace
 
 std::string directory_manifest(const std::string& dir, const std::vector<std::string>& extensions) {
   std::error_code ec;

@@ -96,6 +96,24 @@ TEST(Manifest, FileChecksNameSlideAndPath) {
   fs::remove_all(dir);
 }
 
+// A slide path may be a folder (a DICOM series); a mask path may not.
+TEST(Manifest, SlideFolderIsAcceptedMaskFolderIsNot) {
+  namespace fs = std::filesystem;
+  auto dir = fs::temp_directory_path() / ("tessera_manifest_folder_" + std::to_string(::getpid()));
+  fs::create_directories(dir / "series");
+  std::ofstream(dir / "m.csv") << "slide_id,path,mask_path\nA,series,\nB,series,series\n";
+  try {
+    load_manifest((dir / "m.csv").string(), true);
+    FAIL();
+  } catch (const InvalidInput& e) {
+    const std::string msg = e.what();
+    EXPECT_EQ(msg.find("slide 'A'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("slide 'B': mask file '" + (dir / "series").string() + "' is not a file"),
+              std::string::npos) << msg;
+  }
+  fs::remove_all(dir);
+}
+
 // Paths recorded downstream must not depend on the working directory the stage ran in.
 TEST(Manifest, RelativeManifestPathGivesAbsoluteNormalisedPaths) {
   namespace fs = std::filesystem;

@@ -8,6 +8,7 @@
 #include "common/core/fs.h"
 #include "common/core/hash.h"
 #include "common/stage/skeleton.h"
+#include "common/store/files.h"
 #include "stages/patchgen/consolidate.h"
 #include "stages/patchgen/extract.h"
 #include "stages/patchgen/plan.h"
@@ -22,21 +23,9 @@ namespace {
 constexpr const char* kDirectoryManifest = "manifest.csv";  // written with --slides
 
 // Rank 0 validates the whole manifest (including file checks, so a large cohort is not stat'ed
-// by every rank); the outcome is broadcast and every rank parses the same text.
-std::optional<Manifest> load_manifest_collectively(const Config& config, Comm& comm) {
-  std::string outcome;
-  if (comm.rank() == 0) {
-    try {
-      load_manifest(config.manifest, /*check_files=*/true);
-    } catch (const InvalidInput& e) {
-      outcome = e.what();
-    }
-  }
-  outcome = comm.broadcast(outcome, 0);
-  if (!outcome.empty()) {
-    if (comm.rank() == 0) spdlog::error("{}", outcome);
-    return std::nullopt;
-  }
+// by every rank); its error reaches every rank and every rank parses the same text.
+Manifest load_manifest_collectively(const Config& config, Comm& comm) {
+  done_by_root(comm, [&] { load_manifest(config.manifest, /*check_files=*/true); });
   return load_manifest(config.manifest, /*check_files=*/false);
 }
 
@@ -128,8 +117,17 @@ class PatchgenWork final : public StageWork {
   }
 
   nlohmann::json finish(Comm& comm, const std::vector<nlohmann::json>& markers) override {
-    if (comm.rank() != 0) return {};
+    // Each rank vouches for the plans it made (slide k of the part by rank k mod R).
+    nlohmann::json outputs = nlohmann::json::array();
+    for (size_t k = static_cast<size_t>(comm.rank()); k < part_.slides.size();
+         k += static_cast<size_t>(comm.size())) {
+      const std::string& id = manifest_.slides[part_.slides[k]].slide_id;
+      outputs.push_back(fs::path(plan_path(dir_, id)).lexically_relative(dir_).string());
+    }
+    if (comm.rank() != 0) return {{"outputs", outputs}};
     nlohmann::json summary = consolidate(manifest_, part_, config_, dir_, fingerprint_, markers);
+    outputs.push_back(kIndexFile);
+    if (!generated_manifest_.empty()) outputs.push_back(kDirectoryManifest);
     if (config_.qc) {
       std::vector<std::string> ids;
       ids.reserve(part_.slides.size());
@@ -141,6 +139,7 @@ class PatchgenWork final : public StageWork {
                  "QC images in '{}/qc'",
                  summary["patches"].get<int64_t>(), summary["slides_ok"].get<int>(),
                  summary["slides_failed"].get<int>(), dir_, dir_);
+    summary["outputs"] = std::move(outputs);
     return summary;
   }
 
@@ -154,65 +153,44 @@ class PatchgenWork final : public StageWork {
 };
 
 // With --slides, rank 0 lists the directory, validates the manifest it makes (file checks
-// included) and broadcasts its text or the problems; nullopt, after logging, on problems.
-std::optional<std::string> directory_manifest_collectively(const Config& config,
-                                                           const std::string& manifest_path,
-                                                           Comm& comm) {
-  std::string text, error;
-  if (comm.rank() == 0) {
-    try {
-      text = directory_manifest(config.slides, slide_extensions(config.ext));
-      const Manifest manifest = parse_manifest(text, manifest_path);
-      const auto problems = check_manifest_files(manifest);
-      for (const auto& p : problems) error += (error.empty() ? "" : "\n  ") + p;
-      if (!error.empty()) error = fmt::format("--slides '{}':\n  {}", config.slides, error);
-    } catch (const InvalidInput& e) {
-      error = e.what();
-    }
-  }
-  error = comm.broadcast(error, 0);
-  if (!error.empty()) {
-    if (comm.rank() == 0) spdlog::error("{}", error);
-    return std::nullopt;
-  }
-  return comm.broadcast(text, 0);
+// included) and broadcasts its text; its error reaches every rank.
+std::string directory_manifest_collectively(const Config& config, const std::string& manifest_path,
+                                            Comm& comm) {
+  return decided_by_root(comm, [&] {
+    std::string text = directory_manifest(config.slides, slide_extensions(config.ext));
+    const Manifest manifest = parse_manifest(text, manifest_path);
+    std::string error;
+    for (const auto& p : check_manifest_files(manifest)) error += "\n  " + p;
+    if (!error.empty()) fail<InvalidInput>("--slides '{}':{}", config.slides, error);
+    return text;
+  });
 }
 
 }  // namespace
 
 int run(const Config& config, Comm& comm) {
-  const std::string root = (fs::path(config.out) / "patchgen").string();
-  const std::string stage_dir = part_dir(root, config.stage.part, config.stage.parts);
+  const std::string stage_dir =
+      RunLayout(config.out).stage_dir(kPatchgenStage, "", config.stage.part, config.stage.parts);
   std::optional<Manifest> manifest;
   std::string manifest_sha256;
   std::string generated;  // with --slides: the manifest's text, which setup() writes
   if (config.slides.empty()) {
     manifest = load_manifest_collectively(config, comm);
-    if (!manifest) return kExitBadInput;
     manifest_sha256 = sha256_file(config.manifest);
   } else {
     // Written inside the stage directory once the skeleton has prepared it (a fresh start
     // empties the directory), so the manifest is fingerprinted from its text.
     const std::string path = (fs::path(stage_dir) / kDirectoryManifest).string();
-    auto text = directory_manifest_collectively(config, path, comm);
-    if (!text) return kExitBadInput;
-    generated = std::move(*text);
+    generated = directory_manifest_collectively(config, path, comm);
     manifest = parse_manifest(generated, path);
     manifest_sha256 = sha256_hex(generated);
   }
   const std::string fingerprint =
       sha256_hex(config.fingerprint_ini + "manifest_sha256 = " + manifest_sha256 + "\n");
   PatchgenWork work(*manifest, config, stage_dir, fingerprint, generated);
-  // Embed outputs of this part, which a replaced patch run would leave looking valid.
-  std::vector<std::string> downstream;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(fs::path(config.out) / "embed", ec)) {
-    if (entry.is_directory(ec)) {
-      downstream.push_back(part_dir(entry.path().string(), config.stage.part, config.stage.parts));
-    }
-  }
-  StageRun run{"patchgen", stage_dir, config.config_ini, fingerprint, config.stage,
-               {{"part", config.stage.part}, {"parts", config.stage.parts}}, downstream};
+  StageRun run{kPatchgenStage, stage_dir, config.config_ini, fingerprint, config.stage,
+               {{"part", config.stage.part}, {"parts", config.stage.parts}},
+               {config.out, {}}};
   return run_stage(comm, run, work);
 }
 

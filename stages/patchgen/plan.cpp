@@ -18,6 +18,10 @@ namespace tessera::patchgen {
 
 namespace {
 
+// A plan file is patchgen's own (not read by other stages): its names live here.
+constexpr const char* kPlanCoords = "coords";
+constexpr const char* kPlanTissue = "tissue";
+
 SlidePlan failed(SlidePlan plan, std::string reason) {
   plan.ok = false;
   plan.reason = std::move(reason);
@@ -190,8 +194,8 @@ void write_plan(const std::string& path, const SlidePlan& plan, const SlideEntry
     }
     h5::DatasetOptions opts;
     opts.chunk = {16384};
-    f.write_dataset("coords", h5::Type::kInt64, {n, 2}, coords.data(), opts);
-    f.write_dataset("tissue", h5::Type::kFloat32, {n}, tissue.data(), opts);
+    f.write_dataset(kPlanCoords, h5::Type::kInt64, {n, 2}, coords.data(), opts);
+    f.write_dataset(kPlanTissue, h5::Type::kFloat32, {n}, tissue.data(), opts);
     f.close();
   }
   commit_file(tmp, path);
@@ -222,11 +226,11 @@ std::optional<SlidePlan> read_plan(const std::string& path, const std::string& f
   p.level.resample = f.attr_int("resample") != 0;
   p.level.footprint = f.attr_double("footprint");
   p.tissue_pixels = f.attr_int("tissue_pixels");
-  h5::Dataset coords_ds = f.open_dataset("coords");
+  h5::Dataset coords_ds = f.open_dataset(kPlanCoords);
   p.patch_count = static_cast<int64_t>(coords_ds.dims()[0]);
   if (with_patches) {
     const auto coords = coords_ds.read_all<int64_t>();
-    const auto tissue = f.open_dataset("tissue").read_all<float>();
+    const auto tissue = f.open_dataset(kPlanTissue).read_all<float>();
     if (tissue.size() != static_cast<size_t>(p.patch_count)) {
       fail<IoError>("plan '{}' is inconsistent: {} coordinates, {} tissue values", path,
                     p.patch_count, tissue.size());

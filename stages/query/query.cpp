@@ -18,8 +18,7 @@
 #include "common/store/vector_meta.h"
 #include "common/vector/catalog.h"
 #include "common/vector/vector_index.h"
-#include "stages/embed/config.h"
-#include "stages/embed/model.h"
+#include "stages/query/image_embedder.h"
 #include "stages/query/inputs.h"
 #include "stages/query/lookup.h"
 #include "stages/query/mosaic.h"
@@ -65,31 +64,7 @@ std::vector<float> embed_image(const Config& config, const Catalog& catalog, Ima
     resize_patch(image.pixels.data(), image.width, resized.pixels.data(), S);
     image = std::move(resized);
   }
-  // embed's config.ini, read back through embed's own options, describes the model it ran.
-  const std::string ini = catalog.path(catalog.sources.at(0).embed_dir + "/config.ini");
-  po::options_description desc = embed::option_table().description();
-  add_common_options(desc);
-  const po::variables_map values = parse_options(desc, {"--config", ini}).values;
-  embed::ModelSpec spec = embed::model_spec(embed::config_from(values), 0);
-  // Runs made before config.ini recorded the mode cast the whole module.
-  if (values["precision-mode"].defaulted()) spec.precision_mode = "cast";
-  spec.device = config.device;
-  if (spec.device == "cpu" && spec.precision == "fp16") {
-    spdlog::warn("the embeddings were made in fp16, which libtorch cannot run on the CPU: the query "
-                 "image is embedded in fp32 (use --device cuda for the same precision)");
-    spec.precision = "fp32";
-  }
-  spec.torch_threads = thread_count(config.threads, "--threads");
-  const nlohmann::json described = embed::Model::describe(spec);
-  for (const char* key : {"kind", "model", "seed", "sha256", "preset", "output_dim"}) {
-    if (described.value(key, nlohmann::json()) != catalog.model.value(key, nlohmann::json())) {
-      fail<InvalidInput>("the model of '{}' ({}) no longer matches the one that made the index "
-                         "({}): field '{}' differs",
-                         ini, described.dump(), catalog.model.dump(), key);
-    }
-  }
-  const embed::Model model = embed::Model::load(spec);
-  return model.embed(image.pixels.data(), 1, S);
+  return embed_patches(catalog, image.pixels.data(), 1, config.device, config.threads);
 }
 
 Queries resolve(const Config& config, const Catalog& catalog, const VectorSlideTable& slides,
@@ -231,6 +206,7 @@ void write_mosaics(const Config& config, const Queries& q,
 
 int run(const Config& config, Comm& comm) {
   const Catalog catalog = load_catalog(config.index);
+  require_current(catalog);
   const int K = static_cast<int>(catalog.shards.size());
   std::vector<int> mine;
   const Partition owners = Partition::cyclic(K, comm.size());

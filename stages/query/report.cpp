@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include <fmt/format.h>
+#include "common/core/strings.h"
 
 namespace tessera::query {
 
@@ -16,16 +17,6 @@ double percentile(std::vector<double> v, double p) {
   const size_t lo = static_cast<size_t>(std::floor(at));
   const size_t hi = std::min(lo + 1, v.size() - 1);
   return v[lo] + (at - lo) * (v[hi] - v[lo]);
-}
-
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
 }
 
 }  // namespace

@@ -9,7 +9,6 @@
 #include <fstream>
 #include <map>
 #include <ostream>
-#include <regex>
 #include <set>
 
 #include <boost/program_options.hpp>
@@ -20,6 +19,7 @@
 #include "common/core/options.h"
 #include "common/core/progress.h"
 #include "common/core/utf8.h"
+#include "common/stage/lineage.h"
 #include "common/stage/marker.h"
 #include "common/stage/skeleton.h"
 
@@ -140,7 +140,10 @@ void read_stage_dir(StageStatus& s) {
   }
   auto run_json = read_json_noted(join_path(s.dir, "run.json"), s.problem);
   auto success = read_json_noted(join_path(s.dir, "_SUCCESS"), s.problem);
-  const bool stale = exists(join_path(s.dir, kStaleFile));
+  // Stale: marked so, or made from inputs that changed since (lineage.h).
+  const std::string stale_why = run_json ? stale_reason(s.dir) : "";
+  const bool stale = !stale_why.empty();
+  if (stale && s.problem.empty()) s.problem = stale_why;
   bool running = false;
   try {
     running = FileLock::held_elsewhere(join_path(s.dir, kRanksLockFile));
@@ -149,7 +152,7 @@ void read_stage_dir(StageStatus& s) {
   }
   s.world_size = json_get<int>(run_json, "world_size");
   if (!s.world_size) s.world_size = json_get<int>(success, "world_size");
-  if (s.stage == "ingest" && s.tag.empty()) {
+  if (stage_decl(s.stage).kind == DirKind::kNamedGenerations && s.tag.empty()) {
     s.tag = json_get<std::string>(run_json, "tag").value_or("");
   }
   s.progress = last_progress(join_path(s.dir, "progress.jsonl"));
@@ -176,8 +179,9 @@ void read_stage_dir(StageStatus& s) {
 
   if (success && !stale && !run_damaged) {
     s.success_status = json_get<std::string>(success, "status").value_or("");
-    s.rows = json_get<int64_t>(success, s.stage == "ingest" ? "rows" : "patches");
-    if (s.stage == "patchgen") {
+    s.rows = json_get<int64_t>(success, "rows");
+    if (!s.rows) s.rows = json_get<int64_t>(success, "patches");
+    if (s.stage == kPatchgenStage) {
       s.slides_ok = json_get<int64_t>(success, "slides_ok");
       s.slides_failed = json_get<int64_t>(success, "slides_failed");
       if (success->contains("failed") && (*success)["failed"].is_array()) {
@@ -185,7 +189,7 @@ void read_stage_dir(StageStatus& s) {
           s.failed_slides.push_back({f.value("slide_id", ""), f.value("reason", "")});
         }
       }
-    } else if (s.stage == "embed") {
+    } else if (s.stage == kEmbedStage) {
       s.slides_ok = json_get<int64_t>(success, "slides");
     }
     auto start = parse_utc(json_get<std::string>(success, "start_time").value_or(""));
@@ -237,39 +241,6 @@ std::string rerun_command(const std::string& program, const std::string& config_
   return command;
 }
 
-struct PartDir {
-  int part;
-  int parts;
-  std::string dir;
-};
-
-// The part directories of a stage root: the root itself when it holds a stage (one part), and
-// every part-PPPPP-of-QQQQQ below it, with the parts of each QQQQQ that do not exist (dir named
-// but absent).
-std::vector<PartDir> part_dirs(const std::string& root) {
-  std::vector<PartDir> found;
-  for (const char* file : {"run.json", "_SUCCESS", "_STALE", kRanksLockFile}) {
-    if (exists(join_path(root, file))) {
-      found.push_back({0, 1, root});
-      break;
-    }
-  }
-  static const std::regex kPart("part-([0-9]{5})-of-([0-9]{5})");
-  std::map<int, std::set<int>> by_parts;
-  for (const auto& name : subdirs(root)) {
-    std::smatch m;
-    if (!std::regex_match(name, m, kPart)) continue;
-    const int p = std::stoi(m[1]);
-    const int q = std::stoi(m[2]);
-    if (q < 1 || p >= q) continue;
-    by_parts[q].insert(p);
-  }
-  for (const auto& [q, present] : by_parts) {
-    for (int p = 0; p < q; ++p) found.push_back({p, q, part_dir(root, p, q)});
-  }
-  return found;
-}
-
 // The next command of a stage part: a rerun from its own config.ini, or for a missing part from
 // a sibling's with --part/--parts.
 void set_part_next(StageStatus& s, const std::vector<StageStatus>& siblings,
@@ -295,13 +266,13 @@ void set_part_next(StageStatus& s, const std::vector<StageStatus>& siblings,
 void scan_parts(const std::string& root, const std::string& stage, const std::string& tag,
                 std::vector<StageStatus>& out) {
   std::vector<StageStatus> rows;
-  for (const auto& pd : part_dirs(root)) {
+  for (const PartName& pd : parts_under(root)) {
     StageStatus s;
     s.stage = stage;
     s.tag = tag;
     s.part = pd.part;
     s.parts = pd.parts;
-    s.dir = pd.dir;
+    s.dir = part_dir(root, pd.part, pd.parts);
     read_stage_dir(s);
     rows.push_back(std::move(s));
   }
@@ -320,20 +291,18 @@ struct EmbedTag {
 
 void scan_ingest(const std::string& run, const std::string& name,
                  const std::map<std::string, EmbedTag>& tags, std::vector<StageStatus>& out) {
-  const std::string root = join_path(run, join_path("ingest", name));
+  const std::string root = RunLayout(run).stage_root(kIngestStage, name);
   std::string catalog_problem;
   auto catalog = read_json_noted(join_path(root, "catalog.json"), catalog_problem);
-  static const std::regex kGen("gen-([0-9]{5})");
   std::map<int, std::string> gens;
   for (const auto& d : subdirs(root)) {
-    std::smatch m;
-    if (std::regex_match(d, m, kGen)) gens[std::stoi(m[1])] = join_path(root, d);
+    if (auto g = parse_generation_name(d)) gens[*g] = join_path(root, d);
   }
   std::string tag = json_get<std::string>(catalog, "tag").value_or("");
   std::vector<StageStatus> rows;
   for (const auto& [g, dir] : gens) {
     StageStatus s;
-    s.stage = "ingest";
+    s.stage = kIngestStage;
     s.name = name;
     s.tag = tag;
     s.part = g;
@@ -371,7 +340,7 @@ void scan_ingest(const std::string& run, const std::string& name,
     if ((s.state != State::kIncomplete && s.state != State::kStale) || s.run_json_damaged) continue;
     std::vector<std::string> extra = names;
     if (s.part > 0) extra.push_back("--append");  // an interrupted append resumes with --append
-    s.next = rerun_command("ingest", s.dir, s.world_size, extra);
+    s.next = rerun_command(kIngestStage, s.dir, s.world_size, extra);
     if (s.next.empty() && s.problem.empty()) s.problem = "no config.ini or world size to rerun";
   }
   // Embed parts not in the catalog yet: the next generation is due (ingest --append).
@@ -390,17 +359,17 @@ void scan_ingest(const std::string& run, const std::string& name,
     }
     if (!out_parts.empty()) {
       StageStatus s;
-      s.stage = "ingest";
+      s.stage = kIngestStage;
       s.name = name;
       s.tag = tag;
       s.part = rows.empty() ? 0 : rows.back().part + 1;
-      s.dir = fmt::format("{}/gen-{:05d}", root, s.part);
+      s.dir = generation_dir(root, s.part);
       s.state = State::kMissing;
       s.problem = fmt::format("embed part(s) {} of '{}' not in the index yet",
                               fmt::join(out_parts, ","), tag);
       std::vector<std::string> extra = names;
       extra.insert(extra.end(), {"--append", "--embed-parts", "all"});
-      s.next = rerun_command("ingest", gen0, rows.back().world_size, extra);
+      s.next = rerun_command(kIngestStage, gen0, rows.back().world_size, extra);
       rows.push_back(std::move(s));
     }
   }
@@ -413,21 +382,25 @@ std::string opt_int(const std::optional<int64_t>& v) {
 }
 
 std::string part_text(const StageStatus& s) {
-  return s.stage == "ingest" ? fmt::format("gen {}", s.part)
+  return stage_decl(s.stage).kind == DirKind::kNamedGenerations ? fmt::format("gen {}", s.part)
                              : fmt::format("{} of {}", s.part, s.parts);
 }
 
 std::string row_name(const StageStatus& s) {
-  if (s.stage == "ingest") return s.name;
-  if (s.stage == "embed") return s.tag;
+  switch (stage_decl(s.stage).kind) {
+    case DirKind::kNamedGenerations: return s.name;
+    case DirKind::kNamedParts: return s.tag;
+    case DirKind::kParts: break;
+  }
   return "-";
 }
 
 // "patchgen part 1 of 2", "embed vit-s16 part 0 of 1", "ingest vit-s16 gen 1".
 std::string row_title(const StageStatus& s) {
   std::string title = s.stage;
-  if (s.stage != "patchgen") title += " " + row_name(s);
-  return title + (s.stage == "ingest" ? " " : " part ") + part_text(s);
+  const DirKind kind = stage_decl(s.stage).kind;
+  if (kind != DirKind::kParts) title += " " + row_name(s);
+  return title + (kind == DirKind::kNamedGenerations ? " " : " part ") + part_text(s);
 }
 
 template <typename T>
@@ -503,41 +476,49 @@ RunStatus scan_run(const std::string& run) {
   if (!exists(run)) fail<InvalidInput>("run directory '{}' does not exist", run);
   if (!is_dir(run)) fail<InvalidInput>("'{}' is not a directory", run);
   RunStatus status;
-  status.run = fs::absolute(run).lexically_normal().string();
-  if (status.run.size() > 1 && status.run.back() == '/') status.run.pop_back();
-  const std::string patchgen = join_path(status.run, "patchgen");
-  const std::string embed = join_path(status.run, "embed");
-  const std::string ingest = join_path(status.run, "ingest");
-  if (!is_dir(patchgen) && !is_dir(embed) && !is_dir(ingest)) {
-    fail<InvalidInput>("'{}' is not a tessera run directory (no patchgen/, embed/ or ingest/)",
-                       status.run);
+  const RunLayout layout(run);
+  status.run = layout.run();
+  const auto& graph = stage_graph();
+  if (std::none_of(graph.begin(), graph.end(),
+                   [&](const StageDecl& d) { return is_dir(join_path(status.run, d.name)); })) {
+    std::vector<std::string> names;
+    for (const auto& d : graph) names.push_back(d.name + "/");
+    fail<InvalidInput>("'{}' is not a tessera run directory (no {})", status.run,
+                       fmt::join(names, ", "));
   }
-  scan_parts(patchgen, "patchgen", "", status.stages);
-
-  std::map<std::string, EmbedTag> tags;
-  for (const auto& tag : subdirs(embed)) {
-    const size_t first = status.stages.size();
-    scan_parts(join_path(embed, tag), "embed", tag, status.stages);
-    EmbedTag t;
-    t.tag = tag;
-    t.all_complete = status.stages.size() > first;
-    bool any_rows = false;
-    for (size_t i = first; i < status.stages.size(); ++i) {
-      const StageStatus& s = status.stages[i];
-      t.parts = std::max(t.parts, s.parts);
-      t.all_complete = t.all_complete && is_complete(s.state);
-      any_rows = any_rows || s.rows.value_or(0) > 0;
-      if (!t.world_size) t.world_size = s.world_size;
-    }
-    t.all_complete = t.all_complete && any_rows;
-    tags[tag] = t;
-  }
-
+  // Every stage of the graph, in chain order; named stages by name.
+  std::map<std::string, EmbedTag> tags;  // embed's tags, which ingest's rows refer to
   std::set<std::string> ingested;
-  for (const auto& name : subdirs(ingest)) {
-    const size_t first = status.stages.size();
-    scan_ingest(status.run, name, tags, status.stages);
-    for (size_t i = first; i < status.stages.size(); ++i) ingested.insert(status.stages[i].tag);
+  for (const StageDecl& decl : graph) {
+    if (decl.kind == DirKind::kParts) {
+      scan_parts(layout.stage_root(decl.name), decl.name, "", status.stages);
+      continue;
+    }
+    for (const auto& name : layout.names(decl.name)) {
+      const size_t first = status.stages.size();
+      if (decl.kind == DirKind::kNamedGenerations) {
+        scan_ingest(status.run, name, tags, status.stages);
+        for (size_t i = first; i < status.stages.size(); ++i) {
+          ingested.insert(status.stages[i].tag);
+        }
+        continue;
+      }
+      scan_parts(layout.stage_root(decl.name, name), decl.name, name, status.stages);
+      if (decl.name != kEmbedStage) continue;
+      EmbedTag t;
+      t.tag = name;
+      t.all_complete = status.stages.size() > first;
+      bool any_rows = false;
+      for (size_t i = first; i < status.stages.size(); ++i) {
+        const StageStatus& s = status.stages[i];
+        t.parts = std::max(t.parts, s.parts);
+        t.all_complete = t.all_complete && is_complete(s.state);
+        any_rows = any_rows || s.rows.value_or(0) > 0;
+        if (!t.world_size) t.world_size = s.world_size;
+      }
+      t.all_complete = t.all_complete && any_rows;
+      tags[name] = t;
+    }
   }
 
   for (const auto& s : status.stages) {
@@ -570,7 +551,9 @@ nlohmann::json to_json(const RunStatus& status) {
         {"stage", s.stage},
         {"tag", str_or_null(s.tag)},
         {"name", str_or_null(s.name)},
-        {"generation", s.stage == "ingest" ? nlohmann::json(s.part) : nlohmann::json(nullptr)},
+        {"generation", stage_decl(s.stage).kind == DirKind::kNamedGenerations
+                           ? nlohmann::json(s.part)
+                           : nlohmann::json(nullptr)},
         {"part", s.part},
         {"parts", s.parts},
         {"dir", s.dir},

@@ -335,6 +335,55 @@ TEST(IngestE2E, ClearErrors) {
              Cohort::run() + "/embed/vit-tiny/part-00001-of-00002/_SUCCESS");
 }
 
+// Outputs built on replaced inputs are never served (issue: a wrong answer with exit 0). The run
+// is copied first, which also shows that a moved run keeps its lineage.
+TEST(IngestE2E, AnIndexBuiltOnReplacedInputsIsRefusedUntilRebuilt) {
+  const std::string run = (Cohort::dir() / "moved_run").string();
+  fs::remove_all(run);
+  fs::copy(Cohort::run(), run, fs::copy_options::recursive);
+  fs::remove_all(run + "/ingest");
+  std::string log;
+  const std::string ingest_cmd =
+      mpirun(2) + kIngest + " --run " + run + " --tag vit-tiny --name idx --threads 1 --shards 3";
+  const std::string query_cmd = kQuery + " --index " + run + "/ingest/idx --threads 1 " +
+                                fmt::format("--format json --patch {} -k 3", some_patches()[0]);
+  ASSERT_EQ(run_command(ingest_cmd, &log), 0) << log;
+  ASSERT_EQ(run_command(query_cmd, &log), 0) << log;
+
+  // embed --overwrite with another seed: the index made from the old embeddings is stale.
+  ASSERT_EQ(run_command(mpirun(2) + kEmbed + " --run " + run +
+                            " --model vit-tiny --seed 1 --batch-size 8 --torch-threads 1 "
+                            "--part 0 --parts 2 --overwrite",
+                            &log),
+            0)
+      << log;
+  EXPECT_TRUE(fs::exists(run + "/ingest/idx/gen-00000/_STALE"));
+  EXPECT_EQ(run_command(query_cmd, &log), 2) << log;
+  EXPECT_NE(log.find("no longer matches its inputs"), std::string::npos) << log;
+  EXPECT_EQ(run_command(query_cmd + " --verify full", &log), 2) << log;
+  // --append does not extend it either.
+  EXPECT_EQ(run_command(ingest_cmd + " --append", &log), 2) << log;
+  EXPECT_NE(log.find("cannot append"), std::string::npos) << log;
+  // Rebuilt, it answers again.
+  ASSERT_EQ(run_command(ingest_cmd + " --overwrite", &log), 0) << log;
+  ASSERT_EQ(run_command(query_cmd, &log), 0) << log;
+
+  // patchgen --overwrite of part 1 with other settings: its embeddings and the index are stale,
+  // through the embed stage (every stage downstream, not only the next one).
+  ASSERT_EQ(run_command(mpirun(2) + kPatchgen + " --manifest " +
+                            (Cohort::dir() / "m.csv").string() + " --out " + run +
+                            " --patch-size 64 --min-tissue 0.5 --part 1 --parts 2 --overwrite",
+                            &log),
+            0)
+      << log;
+  EXPECT_TRUE(fs::exists(run + "/embed/vit-tiny/part-00001-of-00002/_STALE"));
+  EXPECT_TRUE(fs::exists(run + "/ingest/idx/gen-00000/_STALE"));
+  EXPECT_FALSE(fs::exists(run + "/embed/vit-tiny/part-00000-of-00002/_STALE"));
+  EXPECT_EQ(run_command(query_cmd, &log), 2) << log;
+  EXPECT_EQ(run_command(ingest_cmd + " --append", &log), 2) << log;
+  fs::remove_all(run);
+}
+
 }  // namespace
 }  // namespace tessera::e2e
 

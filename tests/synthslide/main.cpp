@@ -6,12 +6,14 @@
 
 #include "common/core/error.h"
 #include "common/core/options.h"
+#include "tests/synthslide/dicom_main.h"
 #include "tests/synthslide/synthslide.h"
 
 namespace po = boost::program_options;
 
 int main(int argc, char** argv) {
   tessera::synth::SlideSpec spec;
+  tessera::synth::DicomOptions dicom;
   po::options_description options("synthslide: write a synthetic pyramidal tiled JPEG TIFF slide");
   // clang-format off
   options.add_options()
@@ -32,6 +34,7 @@ int main(int argc, char** argv) {
       ("jpeg-quality", po::value(&spec.jpeg_quality)->default_value(spec.jpeg_quality),
        "JPEG quality 1..100")
       ("no-resolution", po::bool_switch(), "write no resolution tags (a slide without mpp)");
+  tessera::synth::add_dicom_options(options, dicom);
   // clang-format on
   try {
     po::variables_map vm;
@@ -51,6 +54,7 @@ int main(int argc, char** argv) {
     return tessera::kExitBadInput;
   }
   try {
+    if (dicom.format != "tiff") return tessera::synth::run_dicom(spec, dicom);
     const auto summary = tessera::synth::write_slide(spec);
     spdlog::info("synthslide: wrote '{}' {}x{} seed {}: {} levels, tissue {:.3f}, {} bytes{}",
                  spec.path, spec.width, spec.height, spec.seed, summary.level_dims.size(),

@@ -1,0 +1,155 @@
+#include "stages/query/report.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+namespace tessera::query {
+namespace {
+
+// Two slides with an int, a float (one missing) and a string column.
+VectorSlideTable slides() {
+  VectorSlideTable t;
+  t.slide_id = {"s-a", "s-b"};
+  t.patient_id = {"P1", ""};
+  t.metadata.push_back(MetaColumn::from_text("age", MetaType::kInt, {"61", "48"}));
+  t.metadata.push_back(MetaColumn::from_text("grade", MetaType::kFloat, {"2.5", ""}));
+  t.metadata.push_back(MetaColumn::from_text("site", MetaType::kString, {"lung", "colon, left"}));
+  return t;
+}
+
+Hit hit(float score, int64_t id, int32_t slide, int64_t x, int64_t y, int32_t shard) {
+  Hit h;
+  h.score = score;
+  h.patch_id = id;
+  h.slide = slide;
+  h.x = x;
+  h.y = y;
+  h.tissue = 0.75f;
+  h.shard = shard;
+  return h;
+}
+
+struct Fixture {
+  std::vector<QueryInfo> queries = {{"patch 7 (s-a at 0, 64)", 7, 0, 1.5},
+                                    {"vectors q.npy row 0", -1, -1, 2.25}};
+  std::vector<std::vector<Hit>> hits = {
+      {hit(0.98765432f, 7, 0, 0, 64, 2), hit(0.5f, (int64_t{1} << 32) | 3, 1, 128, 0, 0)}, {}};
+  Timing timing;
+  Fixture() {
+    timing.total_s = 0.5;
+    timing.queries = 2;
+    timing.batch_size = 2;
+    timing.latency_ms = {1.5, 2.25};
+  }
+};
+
+TEST(Report, ColumnsAreTheFixedOnesThenTheMetadata) {
+  EXPECT_EQ(report_columns(slides()),
+            (std::vector<std::string>{"query", "rank", "score", "patch_id", "slide_id",
+                                      "patient_id", "x", "y", "tissue", "shard", "age", "grade",
+                                      "site"}));
+}
+
+TEST(Report, RowsNumberHitsFromOneAndJoinTheSlidesColumns) {
+  const Fixture f;
+  const auto rows = report_rows(f.queries, f.hits, slides());
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0], (std::vector<std::string>{"0", "1", "0.987654", "7", "s-a", "P1", "0", "64",
+                                               "0.750", "2", "61", "2.5", "lung"}));
+  EXPECT_EQ(rows[1][1], "2");
+  EXPECT_EQ(rows[1][3], std::to_string((int64_t{1} << 32) | 3));
+  EXPECT_EQ(rows[1][4], "s-b");
+  EXPECT_EQ(rows[1][5], "");
+  EXPECT_EQ(rows[1][12], "colon, left");
+}
+
+TEST(Report, CsvQuotesOnlyWhatNeedsIt) {
+  const Fixture f;
+  const std::string csv =
+      format_report("csv", f.queries, f.hits, slides(), f.timing, nlohmann::json::object());
+  EXPECT_EQ(csv.substr(0, csv.find('\n')),
+            "query,rank,score,patch_id,slide_id,patient_id,x,y,tissue,shard,age,grade,site");
+  EXPECT_NE(csv.find("\n0,1,0.987654,7,s-a,P1,0,64,0.750,2,61,2.5,lung\n"), std::string::npos)
+      << csv;
+  EXPECT_NE(csv.find(",\"colon, left\"\n"), std::string::npos) << csv;
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 3);  // header and two hits
+}
+
+TEST(Report, JsonCarriesTypedMetadataAndEveryQueryEvenWithoutHits) {
+  const Fixture f;
+  const nlohmann::json search = {{"k", 2}, {"shards", 3}};
+  const auto j = nlohmann::json::parse(
+      format_report("json", f.queries, f.hits, slides(), f.timing, search));
+  EXPECT_EQ(j.at("search"), search);
+  EXPECT_EQ(j.at("timing").at("queries"), 2);
+  ASSERT_EQ(j.at("queries").size(), 2u);
+  const auto& q0 = j.at("queries")[0];
+  EXPECT_EQ(q0.at("query"), 0);
+  EXPECT_EQ(q0.at("source"), "patch 7 (s-a at 0, 64)");
+  EXPECT_EQ(q0.at("patch_id"), 7);
+  EXPECT_EQ(q0.at("latency_ms"), 1.5);
+  ASSERT_EQ(q0.at("hits").size(), 2u);
+  const auto& h0 = q0.at("hits")[0];
+  EXPECT_EQ(h0.at("rank"), 1);
+  EXPECT_FLOAT_EQ(h0.at("score").get<float>(), 0.98765432f);
+  EXPECT_EQ(h0.at("slide_id"), "s-a");
+  EXPECT_EQ(h0.at("x"), 0);
+  EXPECT_EQ(h0.at("y"), 64);
+  EXPECT_EQ(h0.at("shard"), 2);
+  EXPECT_TRUE(h0.at("age").is_number_integer());
+  EXPECT_EQ(h0.at("age"), 61);
+  EXPECT_EQ(h0.at("grade"), 2.5);
+  EXPECT_EQ(h0.at("site"), "lung");
+  const auto& h1 = q0.at("hits")[1];
+  EXPECT_TRUE(h1.at("grade").is_null()) << "a missing float is null, not NaN";
+  EXPECT_EQ(h1.at("patient_id"), "");
+  const auto& q1 = j.at("queries")[1];
+  EXPECT_FALSE(q1.contains("patch_id")) << "a query that is not a stored patch has no patch_id";
+  EXPECT_TRUE(q1.at("hits").empty());
+}
+
+TEST(Report, TableAlignsColumnsPerQueryAndEndsWithTheSummary) {
+  const Fixture f;
+  const std::string table =
+      format_report("table", f.queries, f.hits, slides(), f.timing, nlohmann::json::object());
+  EXPECT_EQ(table.rfind("query 0: patch 7 (s-a at 0, 64) (2 hits, 1.50 ms)\n", 0), 0u) << table;
+  EXPECT_NE(table.find("query 1: vectors q.npy row 0 (0 hits, 2.25 ms)\n"), std::string::npos);
+  EXPECT_NE(table.find("2 queries in 0.500 s: 4.0 queries/s, latency p50 1.88 ms, p99 2.24 ms\n"),
+            std::string::npos)
+      << table;
+  // Lines of one block have the same column starts; no line ends in a blank.
+  std::vector<std::string> lines;
+  for (size_t at = 0, next; at < table.size(); at = next + 1) {
+    next = table.find('\n', at);
+    lines.push_back(table.substr(at, next - at));
+  }
+  for (const auto& l : lines) EXPECT_TRUE(l.empty() || l.back() != ' ') << "'" << l << "'";
+  ASSERT_GE(lines.size(), 4u);
+  const std::string& header = lines[1];
+  const std::string& first = lines[2];
+  EXPECT_EQ(header.find("slide_id"), first.find("s-a")) << header << "\n" << first;
+  // Numbers are right-aligned: the score column ends where its header ends.
+  EXPECT_EQ(header.find("score") + 5, first.find("0.987654") + 8) << header << "\n" << first;
+}
+
+TEST(Timing, PercentilesInterpolateAndEmptyTimingsAreZero) {
+  Timing t;
+  t.queries = 4;
+  t.total_s = 2;
+  t.latency_ms = {4, 1, 3, 2};
+  const auto j = t.to_json();
+  EXPECT_EQ(j.at("qps"), 2.0);
+  EXPECT_DOUBLE_EQ(j.at("latency_ms").at("p50").get<double>(), 2.5);
+  EXPECT_DOUBLE_EQ(j.at("latency_ms").at("p99").get<double>(), 3.97);
+  EXPECT_EQ(j.at("latency_ms").at("min"), 1.0);
+  EXPECT_EQ(j.at("latency_ms").at("max"), 4.0);
+  const auto none = Timing{}.to_json();
+  EXPECT_EQ(none.at("qps"), 0.0);
+  EXPECT_EQ(none.at("latency_ms").at("p50"), 0.0);
+  EXPECT_EQ(none.at("latency_ms").at("max"), 0.0);
+}
+
+}  // namespace
+}  // namespace tessera::query
