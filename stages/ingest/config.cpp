@@ -182,7 +182,13 @@ Config config_from(const po::variables_map& v) {
   };
   const OptionTable table = option_table();
   c.config_ini = table.config_ini(values);
-  c.fingerprint_ini = table.fingerprint_ini(values);
+  // The tag, name and parts enter the fingerprint as ingest resolves them (ingest.cpp), so that
+  // equivalent spellings (the default tag spelt out, "all" or the list of every part) agree.
+  std::map<std::string, std::string> fingerprinted = values;
+  fingerprinted["tag"] = "";
+  fingerprinted["name"] = "";
+  fingerprinted["embed-parts"] = "all";
+  c.fingerprint_ini = table.fingerprint_ini(fingerprinted);
   return c;
 }
 

@@ -122,6 +122,57 @@ void require_same_settings(const Config& config, const Catalog& c, const std::st
   }
 }
 
+// `c` as it was before generation `generation` was added; nullopt for generation 0.
+std::optional<Catalog> catalog_before(const Catalog& c, int generation) {
+  if (generation <= 0) return std::nullopt;
+  Catalog before = c;
+  for (CatalogShard& shard : before.shards) {
+    shard.segments.erase(std::remove_if(shard.segments.begin(), shard.segments.end(),
+                                        [&](const auto& s) { return s.generation >= generation; }),
+                         shard.segments.end());
+    shard.rows = 0;
+    for (const auto& s : shard.segments) shard.rows += s.rows;
+  }
+  before.sources.erase(std::remove_if(before.sources.begin(), before.sources.end(),
+                                      [&](const auto& s) { return s.generation >= generation; }),
+                       before.sources.end());
+  before.generations.erase(
+      std::remove_if(before.generations.begin(), before.generations.end(),
+                     [&](const auto& g) { return g.generation >= generation; }),
+      before.generations.end());
+  return before;
+}
+
+// Rank 0: why the complete generation `generation` of `out` must be finished again: its catalog
+// is missing, damaged or does not list it (a job killed between its _SUCCESS and the catalog, or
+// a catalog deleted by hand); "" when the catalog lists it.
+std::string catalog_gap(const std::string& out, int generation) {
+  if (!path_exists((fs::path(out) / kCatalogFile).string())) {
+    return fmt::format("'{}/{}' is missing", out, kCatalogFile);
+  }
+  Catalog c;
+  try {
+    c = load_catalog(out);
+  } catch (const Error& e) {
+    return fmt::format("its catalog is damaged ({})", e.what());
+  }
+  for (const auto& g : c.generations) {
+    if (g.generation == generation) return "";
+  }
+  return fmt::format("'{}/{}' does not list generation {}", out, kCatalogFile, generation);
+}
+
+// Rank 0: the generation after those `out`'s catalog lists when it is complete but not listed
+// (the catalog is being rebuilt generation by generation), else -1.
+int next_unlisted_generation(const std::string& out) {
+  try {
+    const int next = static_cast<int>(load_catalog(out).generations.size());
+    return is_complete(generation_dir(out, next)) ? next : -1;
+  } catch (const Error&) {
+    return -1;
+  }
+}
+
 // Rank 0: which generation to build from which parts.
 Decision decide(const Config& config) {
   Decision d;
@@ -170,7 +221,28 @@ Decision decide(const Config& config) {
     }
     return d;
   }
-  if (path_exists((fs::path(out) / kCatalogFile).string())) d.previous = load_catalog(out);
+  if (path_exists((fs::path(out) / kCatalogFile).string())) {
+    try {
+      d.previous = load_catalog(out);
+    } catch (const Error& e) {
+      // Rebuilt from the generations' own outputs, generation by generation (see run()).
+      spdlog::warn("{}: rebuilding it from the generations", e.what());
+    }
+  }
+  if (d.previous && !d.previous->generations.empty()) {
+    const CatalogGeneration last = d.previous->generations.back();
+    if (!path_exists((fs::path(generation_dir(out, last.generation)) / "_SUCCESS").string())) {
+      // Listed before its _SUCCESS was written (ingest once wrote the catalog first): finish it
+      // from the catalog it extended. (A stale generation is refused below, as any append to it.)
+      d.generation = last.generation;
+      d.parts = last.parts;
+      d.previous = catalog_before(*d.previous, last.generation);
+      spdlog::info("ingest --append: finishing generation {} (parts {}), listed in '{}' but not "
+                   "complete",
+                   d.generation, fmt::join(d.parts, ","), out);
+      return d;
+    }
+  }
   d.generation = d.previous ? static_cast<int>(d.previous->generations.size()) : 0;
   const std::string gen_dir = generation_dir(out, d.generation);
   if (auto interrupted = read_json_file((fs::path(gen_dir) / "run.json").string())) {
@@ -511,7 +583,9 @@ class IngestWork final : public StageWork {
       c.sources.push_back(src);
     }
     c.generations.push_back({decision_.generation, gen, decision_.parts, rows, fingerprint_, now});
-    write_catalog(c);
+    // Committed by run() once _SUCCESS is written: the catalog never lists an unfinished
+    // generation.
+    built_ = c;
     spdlog::info("ingest complete: {} vectors in this generation, {} in {} shard(s) of '{}' ({}, "
                  "{}{})",
                  rows, c.rows(), config_.shards, out_, config_.index, config_.metric,
@@ -672,6 +746,14 @@ class IngestWork final : public StageWork {
   std::string fingerprint_;
   int dim_;
   std::optional<VectorIndex> template_;  // empty, trained when the index needs training
+
+ public:
+  // Rank 0, after finish(): the catalog with this generation, to commit; nullopt when finish()
+  // did not run.
+  const std::optional<Catalog>& built() const { return built_; }
+
+ private:
+  std::optional<Catalog> built_;
 };
 
 }  // namespace
@@ -696,14 +778,17 @@ int discover_parts(const std::string& embed_root) {
   return parts;
 }
 
-int run(const Config& config, Comm& comm) {
-  if (config.level != "patch") return run_slide_level(config, comm);
+namespace {
+
+// Builds, resumes or finishes one generation (the one decide() picks).
+int run_generation(const Config& config, Comm& comm, std::string& ingest_dir_out) {
   // Rank 0 decides; the others receive the decision (or the error).
   const nlohmann::json decided = nlohmann::json::parse(
       decided_by_root(comm, [&] { return decision_json(decide(config)).dump(); }));
   const RunLayout layout(config.run);
   const std::string ingest_dir = layout.stage_root(kIngestStage, decided.at("name").get<std::string>());
   const Decision decision = decision_from(decided, ingest_dir);
+  ingest_dir_out = ingest_dir;
   if (decision.nothing_to_do) {
     if (comm.rank() == 0) {
       spdlog::info("ingest --append: every complete embed part is already in '{}' (parts {})",
@@ -785,8 +870,34 @@ int run(const Config& config, Comm& comm) {
                       {"generation", decision.generation},
                       {"embed_parts", decision.parts}},
                      {config.run, inputs}};
+  stage_run.refinish_reason = [ingest_dir, generation = decision.generation] {
+    return catalog_gap(ingest_dir, generation);
+  };
   if (comm.rank() == 0 && decision.generation == 0) make_directories(ingest_dir);
-  return run_stage(comm, stage_run, work);
+  const int code = run_stage(comm, stage_run, work);
+  if (comm.rank() == 0 && work.built()) write_catalog(*work.built());
+  return code;
+}
+
+}  // namespace
+
+int run(const Config& config, Comm& comm) {
+  if (config.level != "patch") return run_slide_level(config, comm);
+  Config next = config;
+  int finished = -1;
+  for (;;) {
+    std::string out;
+    const int code = run_generation(next, comm, out);
+    if (code != kExitOk) return code;
+    // A catalog rebuilt from generation 0 on (deleted or damaged): the complete generations after
+    // it are listed again one by one, each resumed and finished as its --append would be.
+    const int unlisted = std::stoi(
+        decided_by_root(comm, [&] { return std::to_string(next_unlisted_generation(out)); }));
+    if (unlisted <= finished) return code;
+    finished = unlisted;
+    next.append = true;
+    next.stage.overwrite = false;
+  }
 }
 
 }  // namespace tessera::ingest

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "common/core/error.h"
+#include "common/core/utf8.h"
 
 namespace tessera::query {
 
@@ -205,15 +206,20 @@ class Parser {
   }
 
  private:
+  // `pos` is a byte offset; the message counts characters (UTF-8 continuation bytes add none).
   [[noreturn]] void error(size_t pos, const std::string& what) const {
     std::string shown = text_;
     std::string caret;
+    size_t position = 1;
     for (size_t i = 0; i < shown.size(); ++i) {
       if (shown[i] == '\n' || shown[i] == '\r') shown[i] = ' ';
-      if (i < pos) caret += shown[i] == '\t' ? '\t' : ' ';
+      if (i < pos && (static_cast<unsigned char>(shown[i]) & 0xC0) != 0x80) {
+        caret += shown[i] == '\t' ? '\t' : ' ';
+        ++position;
+      }
     }
     caret += '^';
-    throw InvalidInput(fmt::format("filter \"{}\": at position {}: {}\n  {}\n  {}", text_, pos + 1,
+    throw InvalidInput(fmt::format("filter \"{}\": at position {}: {}\n  {}\n  {}", text_, position,
                                    what, shown, caret));
   }
 
@@ -299,6 +305,15 @@ class Parser {
         t.text = text_.substr(start, i - start);
         const std::string low = lower(t.text);
         if (low == "and" || low == "or" || low == "not" || low == "in") t.keyword = low;
+      } else if (static_cast<unsigned char>(c) >= 0x80) {
+        // The whole character, not its first byte.
+        const size_t len = utf8_sequence_length(text_, i);
+        if (len == 0) {
+          error(i, fmt::format("byte 0x{:02x} is not valid UTF-8", static_cast<unsigned char>(c)));
+        }
+        error(i, fmt::format("unexpected character '{}' (column names and unquoted values are "
+                             "A-Z a-z 0-9 _ . : / + -; quote values with other characters)",
+                             text_.substr(i, len)));
       } else {
         error(i, fmt::format("unexpected character '{}'", c));
       }

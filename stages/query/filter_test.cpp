@@ -336,6 +336,15 @@ TEST(FilterErrors, UnknownColumnListsTheColumns) {
   EXPECT_THAT(error_of("Site = lung"), HasSubstr("unknown column 'Site'"));  // names are exact
 }
 
+// Issue 21, case 22: a non-ASCII character is shown whole, and positions count characters.
+TEST(FilterErrors, NonAsciiCharactersAreShownWholeAndCountedOnce) {
+  expect_error("sit\xc3\xa9 = lung", 4,
+               "unexpected character '\xc3\xa9' (column names and unquoted values are");
+  expect_error("site = 'l\xc3\xa9' $", 13, "unexpected character '$'");
+  expect_error("site = \xe2\x82\xac", 8, "unexpected character '\xe2\x82\xac'");
+  expect_error("site = \xe9", 8, "byte 0xe9 is not valid UTF-8");
+}
+
 TEST(FilterErrors, CaretKeepsTabsAligned) {
   const std::string message = error_of("x =\t= 1");
   EXPECT_THAT(message, HasSubstr("at position 5"));
