@@ -166,7 +166,9 @@ po::options_description bench_options() {
        "scratch folder for the runs (removed at the end unless --keep)")
       ("out", po::value<std::string>()->default_value(""),
        "JSON report (default SCRATCH/ingest_bench_<N>.json)")
-      ("keep", po::bool_switch(), "keep the generated runs");
+      ("keep", po::bool_switch(),
+       "keep the generated runs and the last ingest output of each name (RUN/ingest/bench-npR, "
+       "RUN/ingest/query-kK)");
   return desc;
 }
 
@@ -206,6 +208,7 @@ Options options_from(const po::variables_map& v, const char* argv0) {
   if (geteuid() == 0) o.mpirun += " --allow-run-as-root";
   o.scratch = fs::absolute(v["scratch"].as<std::string>()).lexically_normal().string();
   o.out = v["out"].as<std::string>();
+  o.keep = v["keep"].as<bool>();
   if (o.out.empty() && !o.sizes.empty()) {
     o.out = (fs::path(o.scratch) / fmt::format("ingest_bench_{}.json", o.sizes.front().rows)).string();
   }
@@ -720,7 +723,7 @@ json measure_ingest(const Options& o, const Rows& rows, const std::string& run,
         m["ratio_to_raw_train_add"] =
             m["rows_per_s"].get<double>() / r["raw"]["train_add_rows_per_s"].get<double>();
         r["ingest"]["np" + std::to_string(ranks)] = m;
-        remove_tree((fs::path(run) / "ingest" / name).string());
+        if (!o.keep) remove_tree((fs::path(run) / "ingest" / name).string());
       }
       entry["repetitions"].push_back(r);
       section["ingest"].push_back(entry);  // saved as it goes; replaced below
@@ -791,7 +794,7 @@ void measure_query(const Options& o, const Mixture& mixture, const Rows& rows,
         entry["runs"].push_back(run_query(o, run, name, single_file, o.single_queries, ranks,
                                           true, exact, scratch, log));
       }
-      remove_tree((fs::path(run) / "ingest" / name).string());
+      if (!o.keep) remove_tree((fs::path(run) / "ingest" / name).string());
       section["query"]["results"].push_back(entry);
       report.save();
     }

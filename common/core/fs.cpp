@@ -80,6 +80,28 @@ std::string describe_holder(const std::string& content) {
   }
 }
 
+// Who holds the lock on `fd` now, as fcntl(F_GETLK) reports it: the file's record when it is of that
+// process (its writer), else the live holder's pid, for a reader, whose shared lock writes no
+// record, or a writer whose record is not readable. The record alone may name a writer long gone.
+std::string describe_live_holder(int fd, const std::string& content) {
+  struct flock lk {};
+  lk.l_type = F_WRLCK;
+  lk.l_whence = SEEK_SET;
+  if (::fcntl(fd, F_GETLK, &lk) != 0 || lk.l_type == F_UNLCK) return describe_holder(content);
+  const char* how = lk.l_type == F_RDLCK ? "reading it (shared lock)" : "writing it";
+  int64_t recorded_pid = -1;
+  try {
+    recorded_pid = nlohmann::json::parse(content).at("pid").get<int64_t>();
+  } catch (const std::exception&) {
+  }
+  if (lk.l_pid <= 0) {
+    // A lock held from another host (NFS, Lustre): no pid to show.
+    return fmt::format("a process {}, on another host", how);
+  }
+  if (lk.l_type == F_WRLCK && recorded_pid == lk.l_pid) return describe_holder(content);
+  return fmt::format("pid {} {}", static_cast<int64_t>(lk.l_pid), how);
+}
+
 std::string read_fd(int fd) {
   std::string content;
   char buf[4096];
@@ -248,7 +270,7 @@ std::optional<FileLock> FileLock::try_acquire(const std::string& path, std::stri
   if (::fcntl(fd.get(), F_SETLK, &lk) != 0) {
     const int err = errno;
     if (err == EAGAIN || err == EACCES) {
-      if (holder != nullptr) *holder = describe_holder(read_fd(fd.get()));
+      if (holder != nullptr) *holder = describe_live_holder(fd.get(), read_fd(fd.get()));
       return std::nullopt;
     }
     throw_lock_failure(path, err);

@@ -74,8 +74,9 @@ class FileLock {
     kShared      // any number of readers, no writer: the file's content is left alone
   };
   // Returns the lock, or nullopt when another process holds it in a conflicting mode; `holder`
-  // then receives the holder's recorded host/pid ("host H pid P since T", or the raw content)
-  // if readable.
+  // then receives who holds it now: the file's record ("host H pid P since T") when the live
+  // writer wrote it, else the live holder's pid from fcntl(F_GETLK) ("pid P reading it (shared
+  // lock)"; a reader writes no record, and the record may be of a writer long gone).
   static std::optional<FileLock> try_acquire(const std::string& path, std::string* holder = nullptr,
                                              Mode mode = Mode::kExclusive,
                                              const nlohmann::json& info = {});

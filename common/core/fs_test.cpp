@@ -190,6 +190,57 @@ TEST_F(FsTest, FileLockExcludesOtherProcessesUntilReleased) {
   EXPECT_EQ(in_child([&] { return FileLock::try_acquire(lock_path).has_value() ? 0 : 1; }), 0);
 }
 
+// Issue 21, case 18: the refusal names the live reader, not the writer recorded in the file
+// before it.
+TEST_F(FsTest, FileLockRefusalNamesTheLiveHolderNotAnEarlierWriter) {
+  const std::string lock_path = path("run/.lock");
+  int ready[2], done[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  ASSERT_EQ(::pipe(done), 0);
+  // A writer records itself and ends.
+  const pid_t writer = ::fork();
+  if (writer == 0) {
+    auto lock = FileLock::try_acquire(lock_path);
+    ::_exit(lock ? 0 : 1);
+  }
+  int status = 0;
+  ::waitpid(writer, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  ASSERT_NE(read_file(lock_path).find(fmt::format("\"pid\":{}", writer)), std::string::npos);
+  // A reader holds it shared until told to end.
+  const pid_t reader = ::fork();
+  if (reader == 0) {
+    auto lock = FileLock::try_acquire(lock_path, nullptr, FileLock::Mode::kShared);
+    char c = lock ? 'y' : 'n';
+    if (::write(ready[1], &c, 1) != 1) ::_exit(2);
+    if (::read(done[0], &c, 1) != 1) ::_exit(3);
+    ::_exit(0);
+  }
+  char c = 0;
+  ASSERT_EQ(::read(ready[0], &c, 1), 1);
+  ASSERT_EQ(c, 'y');
+  std::string holder;
+  EXPECT_FALSE(FileLock::try_acquire(lock_path, &holder).has_value());
+  EXPECT_NE(holder.find(fmt::format("pid {} reading it", reader)), std::string::npos) << holder;
+  EXPECT_EQ(holder.find(fmt::format("pid {}", writer)), std::string::npos) << holder;
+  ASSERT_EQ(::write(done[1], &c, 1), 1);
+  ::waitpid(reader, &status, 0);
+  for (int fd : {ready[0], ready[1], done[0], done[1]}) ::close(fd);
+  // A live writer is still named from its record, with its host.
+  auto lock = FileLock::try_acquire(lock_path);
+  ASSERT_TRUE(lock.has_value());
+  const pid_t self = ::getpid();
+  EXPECT_EQ(in_child([&] {
+              std::string h;
+              if (FileLock::try_acquire(lock_path, &h).has_value()) return 1;
+              return h.find(fmt::format("host {} pid {} since", host_name(), self)) ==
+                             std::string::npos
+                         ? 2
+                         : 0;
+            }),
+            0);
+}
+
 TEST_F(FsTest, FileLockIsReleasedWhenHolderDies) {
   const std::string lock_path = path(".lock");
   // The child takes the lock and exits without releasing it.

@@ -2,7 +2,9 @@
 
 #include <png.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <csetjmp>
 #include <cstdio>
 #include <cstring>
@@ -35,7 +37,10 @@ void on_png_warning(png_structp, png_const_charp) {}
 
 // Decodes an opened PNG into `out`. Returns false with sink->message set on a libpng error. Holds
 // no object with a destructor across setjmp, so the longjmp is well defined.
-bool decode_png(FILE* file, PngErrorSink* sink, Image8* out, std::vector<png_bytep>* rows) {
+// With max_pixels > 0, a header giving more pixels stops the decoding before anything is
+// allocated: false with out's width and height set and no pixels.
+bool decode_png(FILE* file, PngErrorSink* sink, Image8* out, std::vector<png_bytep>* rows,
+                uint64_t max_pixels) {
   png_structp png =
       png_create_read_struct(PNG_LIBPNG_VER_STRING, sink, on_png_error, on_png_warning);
   if (png == nullptr) return false;
@@ -50,6 +55,14 @@ bool decode_png(FILE* file, PngErrorSink* sink, Image8* out, std::vector<png_byt
   }
   png_init_io(png, file);
   png_read_info(png, info);
+  const uint64_t header_pixels =
+      uint64_t{png_get_image_width(png, info)} * png_get_image_height(png, info);
+  if (max_pixels > 0 && header_pixels > max_pixels) {
+    out->width = static_cast<int>(std::min<png_uint_32>(png_get_image_width(png, info), INT32_MAX));
+    out->height = static_cast<int>(std::min<png_uint_32>(png_get_image_height(png, info), INT32_MAX));
+    png_destroy_read_struct(&png, &info, nullptr);
+    return false;
+  }
   const png_byte color_type = png_get_color_type(png, info);
   png_set_expand(png);  // palette -> RGB, gray < 8 bit -> 8 bit, tRNS -> alpha
   png_set_scale_16(png);
@@ -108,7 +121,7 @@ void write_png(const std::string& path, const Image8& image) {
   atomic_write_file(path, encoded);
 }
 
-Image8 read_png(const std::string& path) {
+Image8 read_png(const std::string& path, uint64_t max_pixels) {
   FilePtr file(std::fopen(path.c_str(), "rb"));
   if (!file) fail<IoError>("cannot open PNG '{}': {}", path, std::strerror(errno));
   png_byte signature[8] = {};
@@ -121,7 +134,11 @@ Image8 read_png(const std::string& path) {
   Image8 image;
   PngErrorSink sink;
   std::vector<png_bytep> rows;
-  if (!decode_png(file.get(), &sink, &image, &rows)) {
+  if (!decode_png(file.get(), &sink, &image, &rows, max_pixels)) {
+    if (image.width > 0 && image.pixels.empty()) {
+      fail<InvalidInput>("PNG '{}' is {}x{} pixels by its header, over the limit of {} pixels",
+                         path, image.width, image.height, max_pixels);
+    }
     fail<IoError>("cannot read PNG '{}': {}", path, sink.message);
   }
   return image;

@@ -22,7 +22,9 @@ void write_png(const std::string& path, const Image8& image);
 
 // Reads any PNG (palette, 16-bit and alpha are converted) into 8-bit gray (channels=1) or RGB
 // (channels=3) as stored; gray+alpha becomes gray, RGBA becomes RGB. Throws IoError naming the
-// path when the file is missing or not a valid PNG.
-Image8 read_png(const std::string& path);
+// path when the file is missing or not a valid PNG. With max_pixels > 0, throws InvalidInput
+// naming the path and the size when the header gives more than max_pixels pixels, before any
+// pixel memory is allocated.
+Image8 read_png(const std::string& path, uint64_t max_pixels = 0);
 
 }  // namespace tessera

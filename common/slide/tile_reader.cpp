@@ -39,11 +39,13 @@ int keep_message(TIFF*, void* user_data, const char* module, const char* fmt_tex
   return 1;
 }
 
-// libjpeg's error manager: an error jumps back to decode() with the message.
+// libjpeg's error manager: an error jumps back to decode() with the message; a warning (corrupt
+// data that libjpeg decodes anyway, into damaged pixels) is kept, and decode() fails with it.
 struct JpegError {
   jpeg_error_mgr mgr;
   std::jmp_buf jump;
   char message[JMSG_LENGTH_MAX];
+  char warning[JMSG_LENGTH_MAX];
 };
 
 void jpeg_fail(j_common_ptr cinfo) {
@@ -52,7 +54,11 @@ void jpeg_fail(j_common_ptr cinfo) {
   std::longjmp(e->jump, 1);
 }
 
-void jpeg_quiet(j_common_ptr, int) {}
+void jpeg_warning(j_common_ptr cinfo, int level) {
+  if (level >= 0) return;  // trace messages
+  auto* e = reinterpret_cast<JpegError*>(cinfo->err);
+  if (cinfo->err->num_warnings++ == 0) (*cinfo->err->format_message)(cinfo, e->warning);
+}
 
 // Decodes one complete JPEG stream of a w x h tile to RGB, reading it as colour space `space`
 // whatever its markers say, as OpenSlide does (TIFF's photometric decides: Aperio's RGB JPEG
@@ -65,6 +71,7 @@ std::string decode(jpeg_decompress_struct& cinfo, JpegError& err, const uint8_t*
     jpeg_abort_decompress(&cinfo);
     return err.message;
   }
+  err.mgr.num_warnings = 0;
   jpeg_mem_src(&cinfo, data, static_cast<unsigned long>(size));
   jpeg_read_header(&cinfo, TRUE);
   if (static_cast<int>(cinfo.image_width) != w || static_cast<int>(cinfo.image_height) != h ||
@@ -83,6 +90,7 @@ std::string decode(jpeg_decompress_struct& cinfo, JpegError& err, const uint8_t*
     jpeg_read_scanlines(&cinfo, rows, static_cast<JDIMENSION>(n));
   }
   jpeg_finish_decompress(&cinfo);
+  if (err.mgr.num_warnings > 0) return fmt::format("corrupt JPEG data ({})", err.warning);
   return {};
 }
 
@@ -124,7 +132,7 @@ struct Decoder {
   Decoder() {
     cinfo.err = jpeg_std_error(&error.mgr);
     error.mgr.error_exit = jpeg_fail;
-    error.mgr.emit_message = jpeg_quiet;
+    error.mgr.emit_message = jpeg_warning;
     jpeg_create_decompress(&cinfo);
   }
   ~Decoder() { jpeg_destroy_decompress(&cinfo); }

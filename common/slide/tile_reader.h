@@ -93,7 +93,8 @@ class TileReader {
   // Reads the w x h region whose top-left corner is (x, y) in `level`'s own pixels, as RGB
   // (w*h*3 bytes). Pixels outside the level, and in tiles the file does not store, are white (as
   // OpenSlide's transparent pixels after argb_to_rgb). Throws IoError naming the file, level and
-  // tile on a read or decode failure. May be called from several threads at once.
+  // tile on a read or decode failure, corrupt data that libjpeg would decode with a warning
+  // included (OpenSlide returns such tiles damaged). May be called from several threads at once.
   void read_rgb(int level, int64_t x, int64_t y, int w, int h, uint8_t* rgb);
 
   TileReaderStats stats() const;

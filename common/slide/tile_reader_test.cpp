@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <filesystem>
 #include <random>
 #include <thread>
@@ -187,6 +189,50 @@ TEST(TileReader, JpegStreamsAreCompleteAndOutOfRangeTilesAreRefused) {
   EXPECT_THROW(reader->jpeg_stream(0, 4, 0), IoError);
   EXPECT_THROW(reader->jpeg_stream(0, 0, -1), IoError);
   EXPECT_EQ(Slide::open(path, SlideReader::kOpenSlide).direct_reader(), nullptr);
+}
+
+// Issue 21, case 6: 64 bytes flipped inside one tile's entropy-coded data. libjpeg decodes such
+// data with a warning into damaged pixels; the reader fails instead, naming the tile, so that
+// patchgen fails the slide rather than storing damaged patches.
+TEST(TileReader, CorruptTileDataFailsNamingTheTile) {
+  const std::string path = temp_slide("corrupt.tif", 1000, 700, 256, 23);
+  std::vector<uint8_t> stream;
+  {
+    Slide direct = Slide::open(path, SlideReader::kDirect);
+    stream = direct.direct_reader()->jpeg_stream(0, 1, 1);
+  }
+  ASSERT_GT(stream.size(), 1000u);
+  // The tile's bytes in the file: a run from the middle of its stream, past the tables.
+  const size_t at = stream.size() / 2;
+  const std::vector<char> needle(stream.begin() + at, stream.begin() + at + 64);
+  std::vector<char> file(fs::file_size(path));
+  std::FILE* f = std::fopen(path.c_str(), "rb+");
+  ASSERT_NE(f, nullptr);
+  ASSERT_EQ(std::fread(file.data(), 1, file.size(), f), file.size());
+  const auto hit = std::search(file.begin(), file.end(), needle.begin(), needle.end());
+  ASSERT_NE(hit, file.end());
+  for (auto it = hit; it != hit + 64; ++it) {
+    // Flipped, but no 0xFF: a marker would end the data instead of corrupting it.
+    *it = static_cast<char>(static_cast<uint8_t>(*it) == 0x00 ? 0x01 : ~static_cast<uint8_t>(*it));
+    if (static_cast<uint8_t>(*it) == 0xFF) *it = 0x7F;
+  }
+  std::fseek(f, hit - file.begin(), SEEK_SET);
+  ASSERT_EQ(std::fwrite(&*hit, 1, 64, f), 64u);
+  std::fclose(f);
+
+  Slide direct = Slide::open(path, SlideReader::kDirect);
+  std::vector<uint8_t> rgb(256 * 256 * 3);
+  try {
+    direct.read_rgb(256, 256, 0, 256, 256, rgb.data());
+    FAIL() << "a tile with corrupt data was read";
+  } catch (const IoError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("corrupt.tif"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("level 0 tile (1, 1)"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("corrupt JPEG data"), std::string::npos) << msg;
+  }
+  // The other tiles still read.
+  direct.read_rgb(0, 0, 0, 256, 256, rgb.data());
 }
 
 TEST(TileReader, AperioFixtureWithRgbJpegTilesEqualsOpenSlide) {

@@ -52,7 +52,9 @@ const std::vector<StageDecl>& stage_graph() {
   static const std::vector<StageDecl> kGraph = {
       {kPatchgenStage, DirKind::kParts, "", {}},
       {kEmbedStage, DirKind::kNamedParts, "--tag", {kPatchgenStage}},
-      {kIngestStage, DirKind::kNamedGenerations, "--name", {kEmbedStage, kPatchgenStage}},
+      {"aggregate", DirKind::kNamedParts, "--name", {kEmbedStage, kPatchgenStage}},
+      {kIngestStage, DirKind::kNamedGenerations, "--name",
+       {kEmbedStage, kPatchgenStage, "aggregate"}},
   };
   return kGraph;
 }

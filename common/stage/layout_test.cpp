@@ -49,8 +49,10 @@ TEST(Layout, StageGraphIsInChainOrderAndDownstreamIsTransitive) {
     }
   }
   EXPECT_EQ(downstream_stages(kPatchgenStage),
-            (std::vector<std::string>{kEmbedStage, kIngestStage}));
-  EXPECT_EQ(downstream_stages(kEmbedStage), (std::vector<std::string>{kIngestStage}));
+            (std::vector<std::string>{kEmbedStage, "aggregate", kIngestStage}));
+  EXPECT_EQ(downstream_stages(kEmbedStage),
+            (std::vector<std::string>{"aggregate", kIngestStage}));
+  EXPECT_EQ(downstream_stages("aggregate"), (std::vector<std::string>{kIngestStage}));
   EXPECT_TRUE(downstream_stages(kIngestStage).empty());
   EXPECT_THROW(stage_decl("nonsense"), InvalidInput);
 }

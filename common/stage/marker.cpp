@@ -6,6 +6,8 @@
 #include <future>
 #include <filesystem>
 #include <random>
+#include <utility>
+#include <regex>
 
 #include <spdlog/spdlog.h>
 
@@ -177,6 +179,59 @@ std::string new_job_token() {
   return fmt::format("{:016x}", rng());
 }
 
+// Whether _SUCCESS at `path` exists and parses: a damaged one (a flipped byte) is a stage to
+// finish again, which rewrites it, not a stage complete.
+bool summary_readable(const std::string& path) {
+  try {
+    if (read_json_file(path)) return true;
+  } catch (const InvalidInput& e) {
+    spdlog::warn("{}: finishing the stage again to rewrite it", e.what());
+  }
+  return false;
+}
+
+bool is_temporary_name(const std::string& name) {
+  static const std::regex kTemporary(
+      ".*\\.tmp("                     // written in place, then renamed (plans, HDF5 files)
+      "|\\.[0-9a-f]{16}"              // a job's staged output (RankContext::staging_path)
+      "|\\.[A-Za-z0-9._-]+\\.[0-9]+"  // atomic_write_file's .tmp.<host>.<pid>
+      ")");
+  return std::regex_match(name, kTemporary);
+}
+
+// Removes the temporaries under `dir` that jobs killed before this one left (a shard staged by a
+// killed rank can be hundreds of MB): files named by is_temporary_name, except this job's own.
+// Folders holding their own .lock are other stage directories (parts of another split) and are
+// left alone. Returns the number of files and bytes removed.
+std::pair<int64_t, uint64_t> remove_dead_temporaries(const fs::path& dir,
+                                                     const std::string& job_token) {
+  std::pair<int64_t, uint64_t> removed{0, 0};
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    std::error_code type_ec;
+    const std::string name = entry.path().filename().string();
+    if (entry.is_directory(type_ec) && !entry.is_symlink(type_ec)) {
+      if (!fs::exists(entry.path() / kLockFile, type_ec)) {
+        const auto below = remove_dead_temporaries(entry.path(), job_token);
+        removed.first += below.first;
+        removed.second += below.second;
+      }
+      continue;
+    }
+    if (!entry.is_regular_file(type_ec) || !is_temporary_name(name)) continue;
+    if (name.size() > job_token.size() &&
+        name.compare(name.size() - job_token.size(), job_token.size(), job_token) == 0) {
+      continue;
+    }
+    const uint64_t bytes = entry.file_size(type_ec);
+    if (fs::remove(entry.path(), type_ec)) {
+      ++removed.first;
+      removed.second += type_ec ? 0 : bytes;
+    }
+  }
+  return removed;
+}
+
 }  // namespace
 
 StageState prepare_stage(Comm& comm, const std::string& stage, const std::string& stage_dir,
@@ -195,7 +250,7 @@ StageState prepare_stage(Comm& comm, const std::string& stage, const std::string
                                          FileLock::Mode::kExclusive,
                                          {{"job", state.job_token}});
       if (!state.lock) {
-        fail<InvalidInput>("'{}' is locked by another running job (one writing it: {}; or a "
+        fail<InvalidInput>("'{}' is locked by another running job ({}; a job writing it or a "
                            "later stage reading it); wait for it or stop it",
                            stage_dir, holder);
       }
@@ -214,7 +269,7 @@ StageState prepare_stage(Comm& comm, const std::string& stage, const std::string
                    "it", stage_dir);
     }
     auto existing = read_json_file((fs::path(stage_dir) / "run.json").string());
-    const bool success = path_exists((fs::path(stage_dir) / "_SUCCESS").string());
+    const bool success = summary_readable((fs::path(stage_dir) / "_SUCCESS").string());
     const std::string stale = existing ? stale_reason(stage_dir) : "";
     if (!stale.empty()) {
       // Outputs made from a replaced input are worth nothing, whatever they were made with.
@@ -223,6 +278,15 @@ StageState prepare_stage(Comm& comm, const std::string& stage, const std::string
     } else {
       state.action = plan_stage(stage_dir, existing, success, config_fingerprint, comm.size(),
                                 options.overwrite);
+    }
+    if (state.action != StageAction::kFresh && options.file_locking) {
+      // This job holds the directory's lock and no rank of an earlier job still runs here
+      // (.ranks.lock): every other job's temporary in it is a dead job's.
+      const auto [files, bytes] = remove_dead_temporaries(stage_dir, state.job_token);
+      if (files > 0) {
+        spdlog::info("'{}': removed {} temporary file(s) ({} bytes) left by killed jobs",
+                     stage_dir, files, bytes);
+      }
     }
     if (state.action == StageAction::kFresh) {
       if (existing && !links.run.empty()) {

@@ -187,6 +187,26 @@ int run_stage(Comm& comm, const StageRun& run, StageWork& work) {
       state.action = StageAction::kResume;
     }
   }
+  if (state.action == StageAction::kComplete && run.refinish_reason) {
+    std::string reason;
+    if (comm.rank() == 0) {
+      try {
+        reason = run.refinish_reason();
+      } catch (const std::exception& e) {
+        reason = e.what();
+      }
+    }
+    reason = comm.broadcast(reason, 0);
+    if (!reason.empty()) {
+      if (comm.rank() == 0) {
+        spdlog::warn("'{}' is complete but {}: finishing it again", run.dir, reason);
+        std::error_code ec;
+        fs::remove(fs::path(run.dir) / "_SUCCESS", ec);
+        if (ec) fail<IoError>("cannot remove '{}/_SUCCESS': {}", run.dir, ec.message());
+      }
+      state.action = StageAction::kResume;
+    }
+  }
   if (state.action == StageAction::kComplete) {
     int code = 0;
     if (comm.rank() == 0) {

@@ -4,7 +4,7 @@
 // around it lives here once.
 //
 //   prepare_stage (rank 0 locks, decides, broadcasts)
-//     complete -> every rank returns _SUCCESS's exit code; nothing else runs
+//     complete (and no refinish_reason) -> every rank returns _SUCCESS's exit code
 //   work.setup(comm)                          collective; expensive set-up happens only here
 //   this rank's marker valid (resume)?  skip : work.rank_work() -> seal outputs -> marker
 //   barrier (waiting ranks sleep, they do not spin)
@@ -13,6 +13,7 @@
 //   rank 0 writes _SUCCESS; the exit code is broadcast
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -37,6 +38,11 @@ struct StageRun {
   // The run it belongs to and the stage directories it reads: recorded in run.json, so that a
   // fresh start of any of them marks this one stale, and a change to them is noticed on use.
   StageLinks links;
+  // Rank 0, when the directory is complete for this configuration: why work.finish() must run
+  // again (what it wrote outside the directory is gone or stale, as ingest's catalog.json), or ""
+  // to leave it complete. The stage then resumes: valid rank outputs are kept, finish() runs and
+  // _SUCCESS is rewritten. Not set: never.
+  std::function<std::string()> refinish_reason;
 };
 
 // What a rank's work needs from the skeleton.

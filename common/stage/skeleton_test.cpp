@@ -341,6 +341,61 @@ TEST_F(SkeletonTest, AllPartsAreRequiredAndTheMissingOnesListed) {
   EXPECT_EQ(incomplete_parts(root, 3), std::vector<std::string>{part_dir(root, 2, 3)});
 }
 
+// Issue 21, case 21: a resumed run removes what killed jobs left staged, and nothing else.
+TEST_F(SkeletonTest, ResumeRemovesTheTemporariesOfDeadJobs) {
+  RecordingWork first(dir_.string());
+  ASSERT_EQ(run_stage(comm_, run_, first), 0);
+  fs::remove(dir_ / "_SUCCESS");
+  const std::vector<std::string> dead = {"out/rank-00000.a.tmp.0123456789abcdef",
+                                         "out/shard-00001.h5.tmp.fedcba9876543210",
+                                         "plans/s1.h5.tmp", "out/_SUCCESS.tmp.node-7.local.4242"};
+  const std::vector<std::string> kept = {"out/s.tmp.h5", "out/notes.txt", "out/a.tmp.x",
+                                         "part-00000-of-00002/z.h5.tmp"};
+  for (const auto& f : dead) atomic_write_file((dir_ / f).string(), std::string(100, 'x'));
+  for (const auto& f : kept) atomic_write_file((dir_ / f).string(), "k");
+  atomic_write_file((dir_ / "part-00000-of-00002" / kLockFile).string(), "");  // another stage dir
+  RecordingWork resumed(dir_.string());
+  ASSERT_EQ(run_stage(comm_, run_, resumed), 0);
+  EXPECT_EQ(resumed.last_action, StageAction::kResume);
+  for (const auto& f : dead) EXPECT_FALSE(fs::exists(dir_ / f)) << f;
+  for (const auto& f : kept) EXPECT_TRUE(fs::exists(dir_ / f)) << f;
+  EXPECT_TRUE(fs::exists(dir_ / "out/rank-00000.a"));
+}
+
+// A _SUCCESS that does not parse (a flipped byte) is finished again, not an error on every rerun.
+TEST_F(SkeletonTest, DamagedSuccessIsRewrittenByARerun) {
+  RecordingWork first(dir_.string());
+  ASSERT_EQ(run_stage(comm_, run_, first), 0);
+  atomic_write_file((dir_ / "_SUCCESS").string(), "{\"stage\": \"t\xe9st\"}");
+  RecordingWork again(dir_.string());
+  EXPECT_EQ(run_stage(comm_, run_, again), 0);
+  EXPECT_EQ(again.last_action, StageAction::kResume);
+  EXPECT_EQ(again.rank_works, 0);
+  EXPECT_EQ(again.finishes, 1);
+  EXPECT_EQ(read_json_file((dir_ / "_SUCCESS").string())->at("things"), 3);
+}
+
+// A complete stage whose finish wrote something outside its directory that is gone (ingest's
+// catalog.json) runs its finish again when the stage says why.
+TEST_F(SkeletonTest, CompleteStageIsFinishedAgainWhenTheStageSaysWhy) {
+  RecordingWork first(dir_.string());
+  ASSERT_EQ(run_stage(comm_, run_, first), 0);
+  int asked = 0;
+  run_.refinish_reason = [&] {
+    ++asked;
+    return std::string(asked == 1 ? "the catalog is gone" : "");
+  };
+  RecordingWork again(dir_.string());
+  EXPECT_EQ(run_stage(comm_, run_, again), 0);
+  EXPECT_EQ(asked, 1);
+  EXPECT_EQ(again.rank_works, 0);
+  EXPECT_EQ(again.finishes, 1);
+  RecordingWork third(dir_.string());
+  EXPECT_EQ(run_stage(comm_, run_, third), 0);
+  EXPECT_EQ(asked, 2);
+  EXPECT_EQ(third.setups + third.rank_works + third.finishes, 0);
+}
+
 TEST(PartDir, OnePartIsTheRootItself) {
   EXPECT_EQ(part_dir("RUN/patchgen", 0, 1), "RUN/patchgen");
   EXPECT_EQ(part_dir("RUN/patchgen", 3, 12), "RUN/patchgen/part-00003-of-00012");

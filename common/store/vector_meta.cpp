@@ -2,10 +2,13 @@
 
 #include <cerrno>
 #include <cmath>
+#include <array>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 
 #include <fmt/format.h>
+#include <xxhash.h>
 
 #include "common/core/error.h"
 #include "common/h5/h5.h"
@@ -16,6 +19,68 @@ namespace tessera {
 namespace {
 
 constexpr hsize_t kRowChunk = 65536;
+constexpr const char* kRowsXxh3 = "rows_xxh3";
+constexpr const char* kSlidesXxh3 = "slides_xxh3";
+constexpr std::array<const char*, 4> kRowColumns = {"patch_id", "slide", "coords", "tissue"};
+
+struct Xxh3Free {
+  void operator()(XXH3_state_t* s) const noexcept { XXH3_freeState(s); }
+};
+using Xxh3 = std::unique_ptr<XXH3_state_t, Xxh3Free>;
+
+Xxh3 new_state() {
+  Xxh3 s(XXH3_createState());
+  if (!s || XXH3_64bits_reset(s.get()) != XXH_OK) throw Error("xxhash: cannot initialise a state");
+  return s;
+}
+
+// The bytes of rows [first, first + n) of row column c (kRowColumns order).
+std::pair<const void*, size_t> column_bytes(const VectorRows& r, size_t c, size_t first,
+                                            size_t n) {
+  switch (c) {
+    case 0: return {r.patch_id.data() + first, n * sizeof(int64_t)};
+    case 1: return {r.slide.data() + first, n * sizeof(int32_t)};
+    case 2: return {r.coords.data() + 2 * first, 2 * n * sizeof(int64_t)};
+    default: return {r.tissue.data() + first, n * sizeof(float)};
+  }
+}
+
+// XXH3-64 of a slide table: every field in declaration order, strings length-prefixed, numbers
+// as their in-memory (little-endian) bytes.
+int64_t slide_table_xxh3(const VectorSlideTable& t) {
+  Xxh3 s = new_state();
+  auto bytes = [&](const void* p, size_t n) { XXH3_64bits_update(s.get(), p, n); };
+  auto text = [&](const std::string& v) {
+    const uint64_t n = v.size();
+    bytes(&n, sizeof n);
+    bytes(v.data(), v.size());
+  };
+  auto texts = [&](const std::vector<std::string>& v) {
+    const uint64_t n = v.size();
+    bytes(&n, sizeof n);
+    for (const auto& x : v) text(x);
+  };
+  auto numbers = [&](const auto& v) {
+    const uint64_t n = v.size();
+    bytes(&n, sizeof n);
+    bytes(v.data(), v.size() * sizeof(v[0]));
+  };
+  texts(t.slide_id);
+  texts(t.patient_id);
+  texts(t.path);
+  numbers(t.level);
+  numbers(t.read_size);
+  numbers(t.slide_mpp);
+  numbers(t.downsample);
+  for (const auto& c : t.metadata) {
+    text(c.name);
+    text(meta_type_name(c.type));
+    numbers(c.ints);
+    numbers(c.floats);
+    texts(c.strings);
+  }
+  return static_cast<int64_t>(XXH3_64bits_digest(s.get()));
+}
 
 bool parse_int(const std::string& s, int64_t& out) {
   if (s.empty()) return false;
@@ -142,6 +207,18 @@ struct VectorMetaWriter::Impl {
   h5::File file;
   h5::Dataset patch_id, slide, coords, tissue;
   int64_t rows = 0;
+  // Per-chunk XXH3-64 of each row column (kRowColumns order), as rows are appended.
+  std::array<Xxh3, 4> states;
+  hsize_t in_chunk = 0;       // rows of the current chunk hashed so far
+  std::vector<int64_t> sums;  // 4 per finished chunk
+
+  void end_chunk() {
+    for (auto& st : states) {
+      sums.push_back(static_cast<int64_t>(XXH3_64bits_digest(st.get())));
+      XXH3_64bits_reset(st.get());
+    }
+    in_chunk = 0;
+  }
 };
 
 VectorMetaWriter::VectorMetaWriter(const std::string& path, int shard, int patch_size, double mpp) {
@@ -152,12 +229,14 @@ VectorMetaWriter::VectorMetaWriter(const std::string& path, int shard, int patch
   file.set_attr("mpp", mpp);
   h5::DatasetOptions options;
   options.chunk = {kRowChunk};
+  options.checksum = false;  // each chunk's XXH3 in /rows_xxh3 instead of Fletcher32
   h5::Dataset ids = file.create_appendable("patch_id", h5::Type::kInt64, {}, options);
   h5::Dataset slide = file.create_appendable("slide", h5::Type::kInt32, {}, options);
   h5::Dataset coords = file.create_appendable("coords", h5::Type::kInt64, {2}, options);
   h5::Dataset tissue = file.create_appendable("tissue", h5::Type::kFloat32, {}, options);
   impl_.reset(new Impl{path, std::move(file), std::move(ids), std::move(slide), std::move(coords),
-                       std::move(tissue)});
+                       std::move(tissue), 0, {new_state(), new_state(), new_state(), new_state()},
+                       0, {}});
 }
 
 VectorMetaWriter::~VectorMetaWriter() = default;
@@ -171,6 +250,17 @@ void VectorMetaWriter::append(const VectorRows& rows, size_t first, size_t n) {
   impl_->coords.append(rows.coords.data() + 2 * first, n);
   impl_->tissue.append(rows.tissue.data() + first, n);
   impl_->rows += static_cast<int64_t>(n);
+  for (size_t at = first, left = n; left > 0;) {
+    const size_t take = std::min<size_t>(left, kRowChunk - impl_->in_chunk);
+    for (size_t c = 0; c < kRowColumns.size(); ++c) {
+      const auto [data, size] = column_bytes(rows, c, at, take);
+      XXH3_64bits_update(impl_->states[c].get(), data, size);
+    }
+    impl_->in_chunk += take;
+    if (impl_->in_chunk == kRowChunk) impl_->end_chunk();
+    at += take;
+    left -= take;
+  }
 }
 
 int64_t VectorMetaWriter::rows() const { return impl_->rows; }
@@ -197,6 +287,11 @@ void VectorMetaWriter::close(const VectorSlideTable& t) {
   }
   g.write_strings("metadata_columns", names);
   g.write_strings("metadata_types", types);
+  if (impl_->in_chunk > 0) impl_->end_chunk();
+  impl_->file.write_dataset(kRowsXxh3, h5::Type::kInt64,
+                            {static_cast<hsize_t>(impl_->sums.size() / 4), 4},
+                            impl_->sums.data());
+  impl_->file.set_attr(kSlidesXxh3, slide_table_xxh3(t));
   impl_->patch_id.close();
   impl_->slide.close();
   impl_->coords.close();
@@ -204,13 +299,46 @@ void VectorMetaWriter::close(const VectorSlideTable& t) {
   impl_->file.close();
 }
 
+namespace {
+
+// Checks every chunk of the row columns against /rows_xxh3. Throws IoError naming the file, the
+// column and the rows of the first chunk that differs.
+void verify_rows(const h5::File& file, const VectorRows& r, const std::string& path) {
+  const std::vector<int64_t> sums = file.open_dataset(kRowsXxh3).read_all<int64_t>();
+  const std::vector<hsize_t> chunk_dims = file.open_dataset("patch_id").chunk_dims();
+  const size_t chunk = chunk_dims.empty() ? kRowChunk : chunk_dims[0];
+  const size_t n = r.size();
+  const size_t chunks = (n + chunk - 1) / chunk;
+  if (sums.size() != 4 * chunks) {
+    fail<IoError>("'{}' holds {} row checksums (/{}) for {} chunks of {} rows: the file is "
+                  "damaged",
+                  path, sums.size(), kRowsXxh3, chunks, n);
+  }
+  for (size_t k = 0; k < chunks; ++k) {
+    const size_t first = k * chunk, count = std::min(chunk, n - first);
+    for (size_t c = 0; c < kRowColumns.size(); ++c) {
+      const auto [data, size] = column_bytes(r, c, first, count);
+      if (static_cast<int64_t>(XXH3_64bits(data, size)) != sums[4 * k + c]) {
+        fail<IoError>("'{}': rows {}..{} of /{} (chunk {}) do not match their checksum in /{}: "
+                      "the file is damaged",
+                      path, first, first + count - 1, kRowColumns[c], k, kRowsXxh3);
+      }
+    }
+  }
+}
+
+}  // namespace
+
 VectorMeta read_vector_meta(const std::string& path, bool rows) {
   VectorMeta m;
   h5::File file = h5::File::open(path, h5::Mode::kRead);
-  if (file.attr_int("format_version") != kVectorMetaFormatVersion) {
-    fail<IoError>("'{}' has shard metadata format version {}, this build reads {}", path,
-                  file.attr_int("format_version"), kVectorMetaFormatVersion);
+  const int64_t version = file.attr_int("format_version");
+  if (version != kVectorMetaFormatVersion && version != 1) {
+    fail<IoError>("'{}' has shard metadata format version {}, this build reads 1 and {}", path,
+                  version, kVectorMetaFormatVersion);
   }
+  // Version 1 files carry Fletcher32 per chunk instead of the XXH3 checksums.
+  const bool xxh3 = version >= 2;
   m.shard = static_cast<int>(file.attr_int("shard"));
   m.patch_size = static_cast<int>(file.attr_int("patch_size"));
   m.mpp = file.attr_double("mpp");
@@ -242,6 +370,11 @@ VectorMeta read_vector_meta(const std::string& path, bool rows) {
     }
     t.metadata.push_back(std::move(c));
   }
+  if (xxh3 && slide_table_xxh3(t) != file.attr_int(kSlidesXxh3)) {
+    fail<IoError>("'{}': the slide table (/slides) does not match its checksum (attribute {}): "
+                  "the file is damaged",
+                  path, kSlidesXxh3);
+  }
   if (rows) {
     m.rows.patch_id = file.open_dataset("patch_id").read_all<int64_t>();
     m.rows.slide = file.open_dataset("slide").read_all<int32_t>();
@@ -251,6 +384,7 @@ VectorMeta read_vector_meta(const std::string& path, bool rows) {
     if (m.rows.slide.size() != n || m.rows.coords.size() != 2 * n || m.rows.tissue.size() != n) {
       fail<IoError>("'{}' is inconsistent: its row columns differ in length", path);
     }
+    if (xxh3) verify_rows(file, m.rows, path);
     for (int32_t s : m.rows.slide) {
       if (s < 0 || static_cast<size_t>(s) >= t.size()) {
         fail<IoError>("'{}' is inconsistent: a row refers to slide {} of {}", path, s, t.size());

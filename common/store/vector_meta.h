@@ -17,7 +17,9 @@ namespace tessera {
 
 struct IndexInfo;
 
-inline constexpr int64_t kVectorMetaFormatVersion = 1;
+// 2: per-chunk XXH3 of the row columns (/rows_xxh3) and of the slide table (slides_xxh3)
+// replace Fletcher32, which a 00 00 -> FF FF change passes. Version 1 files are still read.
+inline constexpr int64_t kVectorMetaFormatVersion = 2;
 
 enum class MetaType { kInt, kFloat, kString };
 const char* meta_type_name(MetaType type);  // "int64", "float64", "string"
@@ -97,8 +99,10 @@ class VectorMetaWriter {
   std::unique_ptr<Impl> impl_;
 };
 
-// Reads a meta.h5; with rows == false only the attributes and the slide table. Throws IoError
-// naming the file when it is unreadable or of another format version.
+// Reads a meta.h5; with rows == false only the attributes and the slide table. Checks what it
+// reads against the file's XXH3 checksums (the slide table always, the row columns chunk by
+// chunk). Throws IoError naming the file when it is unreadable, of another format version, or
+// damaged (naming the dataset and the rows).
 VectorMeta read_vector_meta(const std::string& path, bool rows = true);
 
 }  // namespace tessera

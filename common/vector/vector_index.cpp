@@ -19,9 +19,9 @@
 #include <faiss/IndexIVFPQ.h>
 #include <faiss/IndexPQ.h>
 #include <faiss/IndexPreTransform.h>
-#include <faiss/clone_index.h>
 #include <faiss/impl/FaissException.h>
 #include <faiss/impl/IDSelector.h>
+#include <faiss/impl/io.h>
 #include <faiss/index_factory.h>
 #include <faiss/index_io.h>
 #include <faiss/invlists/InvertedLists.h>
@@ -212,7 +212,13 @@ VectorIndex VectorIndex::empty_copy() const {
       TESSERA_CHECK(ivf != nullptr, "vector index '{}' changed kind on disk", impl_->mapped_path);
       ivf->replace_invlists(new faiss::ArrayInvertedLists(ivf->nlist, ivf->code_size), true);
     } else {
-      copy.reset(faiss::clone_index(impl_->index.get()));
+      // Through FAISS's own serialization, not clone_index: FAISS 1.7.3 clones an IndexHNSWFlat
+      // as a bare IndexHNSW, which write_index then refuses ('h != 0').
+      faiss::VectorIOWriter writer;
+      faiss::write_index(impl_->index.get(), &writer);
+      faiss::VectorIOReader reader;
+      reader.data = std::move(writer.data);
+      copy.reset(faiss::read_index(&reader));
     }
     copy->reset();
   } catch (const faiss::FaissException& e) {

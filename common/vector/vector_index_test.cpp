@@ -311,6 +311,31 @@ TEST(VectorIndex, EmptyCopySharesTrainingSoShardsMergeToTheWhole) {
   }
 }
 
+// Issue 21, case 20: ingest builds every shard from an empty_copy() of its template, and an
+// HNSW copy failed in FAISS's write_index ('h != 0'): clone_index gives a bare IndexHNSW that
+// write_index does not know. Every kind ingest offers must round-trip through a copy.
+TEST(VectorIndex, EmptyCopiesOfEveryKindWriteAndReadBack) {
+  TempDir dir;
+  const auto x = clustered(1000, 10, 12);
+  const auto ids = caller_ids(1000);
+  const auto queries = clustered(10, 10, 13);
+  for (const char* spec : {"Flat", "HNSW16", "HNSW8,Flat", "IVF8,Flat", "SQ8", "PQ4"}) {
+    auto source = VectorIndex::create(spec, kDim, Metric::kL2);
+    if (!source.is_trained()) source.train(x.data(), 1000);
+    auto shard = source.empty_copy();
+    EXPECT_EQ(shard.size(), 0) << spec;
+    EXPECT_EQ(shard.kind(), source.kind()) << spec;
+    shard.add(x.data(), ids.data(), 1000);
+    const std::string path = dir.file("shard.faiss");
+    ASSERT_NO_THROW(shard.write(path)) << spec;
+    auto back = VectorIndex::read(path, false);
+    SearchOptions options;
+    options.k = 5;
+    options.nprobe = 8;
+    EXPECT_EQ(run(back, queries, options).ids, run(shard, queries, options).ids) << spec;
+  }
+}
+
 TEST(VectorIndex, MmapIvfIsReadOnlyAndWritesItsFile) {
   TempDir dir;
   const auto x = clustered(1000, 10, 10);

@@ -40,6 +40,12 @@ OptionTable option_table() {
        "indexes")
       ("embed-parts", kResult, po::value<std::string>()->default_value("all"),
        "embed parts to take in: all, or a list such as 0,2 or 0-3 (each must be complete)")
+      ("level", kResult, po::value<std::string>()->default_value("patch"),
+       "what to index: patch (embed's patch embeddings), or slide / patient (the vectors of an "
+       "aggregate output, RUN/aggregate/<--slides>)")
+      ("slides", kResult, po::value<std::string>()->default_value(""),
+       "with --level slide|patient: the aggregate output RUN/aggregate/<name> (default: the only "
+       "one of that level)")
       ("append", kRunControl, po::bool_switch(),
        "add the embed parts completed since the last ingest to its index, without rebuilding it")
       ("chunk-rows", kRunControl, po::value<int64_t>()->default_value(16384),
@@ -126,6 +132,14 @@ Config config_from(const po::variables_map& v) {
   c.threads = v["threads"].as<int>();
   c.embed_parts = parse_part_list(v["embed-parts"].as<std::string>());
   c.append = v["append"].as<bool>();
+  c.level = v["level"].as<std::string>();
+  c.slides = v["slides"].as<std::string>();
+  require(c.level == "patch" || c.level == "slide" || c.level == "patient", "level",
+          "expected patch, slide or patient");
+  require(c.slides.empty() || is_safe_slide_id(c.slides), "slides",
+          "'" + c.slides + "' is not a safe folder name (A-Z a-z 0-9 . _ -)");
+  require(c.level != "patch" || c.slides.empty(), "slides", "goes with --level slide|patient");
+  require(c.level == "patch" || !c.append, "append", "is for --level patch only");
   const std::string verify = v["verify"].as<std::string>();
   require(verify == "cheap" || verify == "full", "verify", "expected cheap or full");
   c.stage.verify = verify == "full" ? VerifyLevel::kFull : VerifyLevel::kCheap;
@@ -151,6 +165,8 @@ Config config_from(const po::variables_map& v) {
       {"name", c.name},
       {"embed-parts", part_list_text(c.embed_parts)},
       {"append", ini_value(false)},  // a property of one invocation, not of the output
+      {"level", c.level},
+      {"slides", c.slides},
       {"chunk-rows", ini_value(c.chunk_rows)},
       {"threads", ini_value(c.threads)},
       {"shards", ini_value(c.shards)},
@@ -166,7 +182,13 @@ Config config_from(const po::variables_map& v) {
   };
   const OptionTable table = option_table();
   c.config_ini = table.config_ini(values);
-  c.fingerprint_ini = table.fingerprint_ini(values);
+  // The tag, name and parts enter the fingerprint as ingest resolves them (ingest.cpp), so that
+  // equivalent spellings (the default tag spelt out, "all" or the list of every part) agree.
+  std::map<std::string, std::string> fingerprinted = values;
+  fingerprinted["tag"] = "";
+  fingerprinted["name"] = "";
+  fingerprinted["embed-parts"] = "all";
+  c.fingerprint_ini = table.fingerprint_ini(fingerprinted);
   return c;
 }
 

@@ -62,5 +62,14 @@ TEST(IngestConfig, RunControlOptionsDoNotChangeTheFingerprint) {
   EXPECT_NE(parse({"--normalize"}).fingerprint_ini, parse({}).fingerprint_ini);
 }
 
+// Issue 21, case 14: the tag, name and parts are fingerprinted as ingest resolves them, so that
+// spelling out the defaults (what tessera-status suggests) is the same configuration.
+TEST(IngestConfig, EquivalentSpellingsFingerprintAlike) {
+  EXPECT_EQ(parse({"--tag", "vit-tiny", "--name", "vit-tiny", "--embed-parts", "0-1"}).fingerprint_ini,
+            parse({}).fingerprint_ini);
+  // The configuration saved still says what was asked.
+  EXPECT_NE(parse({"--tag", "vit-tiny"}).config_ini.find("tag = vit-tiny\n"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace tessera::ingest

@@ -31,6 +31,7 @@
 #include "common/vector/catalog.h"
 #include "common/vector/vector_index.h"
 #include "stages/ingest/route.h"
+#include "stages/ingest/slide_index.h"
 
 namespace tessera::ingest {
 
@@ -121,6 +122,57 @@ void require_same_settings(const Config& config, const Catalog& c, const std::st
   }
 }
 
+// `c` as it was before generation `generation` was added; nullopt for generation 0.
+std::optional<Catalog> catalog_before(const Catalog& c, int generation) {
+  if (generation <= 0) return std::nullopt;
+  Catalog before = c;
+  for (CatalogShard& shard : before.shards) {
+    shard.segments.erase(std::remove_if(shard.segments.begin(), shard.segments.end(),
+                                        [&](const auto& s) { return s.generation >= generation; }),
+                         shard.segments.end());
+    shard.rows = 0;
+    for (const auto& s : shard.segments) shard.rows += s.rows;
+  }
+  before.sources.erase(std::remove_if(before.sources.begin(), before.sources.end(),
+                                      [&](const auto& s) { return s.generation >= generation; }),
+                       before.sources.end());
+  before.generations.erase(
+      std::remove_if(before.generations.begin(), before.generations.end(),
+                     [&](const auto& g) { return g.generation >= generation; }),
+      before.generations.end());
+  return before;
+}
+
+// Rank 0: why the complete generation `generation` of `out` must be finished again: its catalog
+// is missing, damaged or does not list it (a job killed between its _SUCCESS and the catalog, or
+// a catalog deleted by hand); "" when the catalog lists it.
+std::string catalog_gap(const std::string& out, int generation) {
+  if (!path_exists((fs::path(out) / kCatalogFile).string())) {
+    return fmt::format("'{}/{}' is missing", out, kCatalogFile);
+  }
+  Catalog c;
+  try {
+    c = load_catalog(out);
+  } catch (const Error& e) {
+    return fmt::format("its catalog is damaged ({})", e.what());
+  }
+  for (const auto& g : c.generations) {
+    if (g.generation == generation) return "";
+  }
+  return fmt::format("'{}/{}' does not list generation {}", out, kCatalogFile, generation);
+}
+
+// Rank 0: the generation after those `out`'s catalog lists when it is complete but not listed
+// (the catalog is being rebuilt generation by generation), else -1.
+int next_unlisted_generation(const std::string& out) {
+  try {
+    const int next = static_cast<int>(load_catalog(out).generations.size());
+    return is_complete(generation_dir(out, next)) ? next : -1;
+  } catch (const Error&) {
+    return -1;
+  }
+}
+
 // Rank 0: which generation to build from which parts.
 Decision decide(const Config& config) {
   Decision d;
@@ -169,7 +221,28 @@ Decision decide(const Config& config) {
     }
     return d;
   }
-  if (path_exists((fs::path(out) / kCatalogFile).string())) d.previous = load_catalog(out);
+  if (path_exists((fs::path(out) / kCatalogFile).string())) {
+    try {
+      d.previous = load_catalog(out);
+    } catch (const Error& e) {
+      // Rebuilt from the generations' own outputs, generation by generation (see run()).
+      spdlog::warn("{}: rebuilding it from the generations", e.what());
+    }
+  }
+  if (d.previous && !d.previous->generations.empty()) {
+    const CatalogGeneration last = d.previous->generations.back();
+    if (!path_exists((fs::path(generation_dir(out, last.generation)) / "_SUCCESS").string())) {
+      // Listed before its _SUCCESS was written (ingest once wrote the catalog first): finish it
+      // from the catalog it extended. (A stale generation is refused below, as any append to it.)
+      d.generation = last.generation;
+      d.parts = last.parts;
+      d.previous = catalog_before(*d.previous, last.generation);
+      spdlog::info("ingest --append: finishing generation {} (parts {}), listed in '{}' but not "
+                   "complete",
+                   d.generation, fmt::join(d.parts, ","), out);
+      return d;
+    }
+  }
   d.generation = d.previous ? static_cast<int>(d.previous->generations.size()) : 0;
   const std::string gen_dir = generation_dir(out, d.generation);
   if (auto interrupted = read_json_file((fs::path(gen_dir) / "run.json").string())) {
@@ -288,11 +361,14 @@ class SourceReader {
   int dim_ = 0;
 };
 
-// The rows of one shard being built: its index, its metadata, its counts.
+// The rows of one shard being built: its index, its metadata, its counts. Nothing is allocated
+// for a shard until it receives rows (an empty shard costs a few hundred bytes, so a rank may own
+// many): its index is copied from the template at its first row, and its metadata rows (28 bytes
+// a row) are written to meta.h5 when the shard is written.
 struct ShardBuild {
   int shard = 0;
   std::optional<VectorIndex> index;
-  std::optional<VectorMetaWriter> meta;
+  VectorRows meta;
   int64_t rows = 0;
   // Rows routed to this shard from the current chunk, added in one call.
   std::vector<float> values;
@@ -345,9 +421,6 @@ class IngestWork final : public StageWork {
       make_directories((fs::path(dir_) / "shards" / shard_name(k)).string());
       ShardBuild& b = builds.emplace_back();
       b.shard = k;
-      b.index.emplace(template_->empty_copy());
-      b.meta.emplace(context.staging_path(meta_file(k)), k, sources_.front().info.patch_size,
-                     sources_.front().info.mpp);
       slot[k] = static_cast<int>(builds.size()) - 1;
     }
     double read_s = 0, add_s = 0;
@@ -406,8 +479,15 @@ class IngestWork final : public StageWork {
     VectorSlideTable slides = slide_table();
     int64_t rows = 0;
     for (ShardBuild& b : builds) {
+      // One shard at a time: an empty shard's index exists only while it is written.
+      if (!b.index) b.index.emplace(template_->empty_copy());
       b.index->write(context.staging_path(index_file(b.shard)));
-      b.meta->close(slides);
+      b.index.reset();
+      VectorMetaWriter meta(context.staging_path(meta_file(b.shard)), b.shard,
+                            sources_.front().info.patch_size, sources_.front().info.mpp);
+      meta.append(b.meta, 0, b.meta.size());
+      b.meta = {};
+      meta.close(slides);
       result.outputs.push_back(index_file(b.shard));
       result.outputs.push_back(meta_file(b.shard));
       shards.push_back({{"shard", b.shard}, {"rows", b.rows}});
@@ -503,7 +583,9 @@ class IngestWork final : public StageWork {
       c.sources.push_back(src);
     }
     c.generations.push_back({decision_.generation, gen, decision_.parts, rows, fingerprint_, now});
-    write_catalog(c);
+    // Committed by run() once _SUCCESS is written: the catalog never lists an unfinished
+    // generation.
+    built_ = c;
     spdlog::info("ingest complete: {} vectors in this generation, {} in {} shard(s) of '{}' ({}, "
                  "{}{})",
                  rows, c.rows(), config_.shards, out_, config_.index, config_.metric,
@@ -547,10 +629,22 @@ class IngestWork final : public StageWork {
   }
 
   void add_rows(ShardBuild& b, const Chunk& chunk, size_t first, size_t n) {
+    if (n == 0) return;
+    if (!b.index) b.index.emplace(template_->empty_copy());
     b.index->add(chunk.values.data() + first * dim_, chunk.rows.patch_id.data() + first,
                  static_cast<int64_t>(n));
-    b.meta->append(chunk.rows, first, n);
+    append_rows(b.meta, chunk.rows, first, n);
     b.rows += static_cast<int64_t>(n);
+  }
+
+  static void append_rows(VectorRows& to, const VectorRows& from, size_t first, size_t n) {
+    to.patch_id.insert(to.patch_id.end(), from.patch_id.begin() + first,
+                       from.patch_id.begin() + first + n);
+    to.slide.insert(to.slide.end(), from.slide.begin() + first, from.slide.begin() + first + n);
+    to.coords.insert(to.coords.end(), from.coords.begin() + 2 * first,
+                     from.coords.begin() + 2 * (first + n));
+    to.tissue.insert(to.tissue.end(), from.tissue.begin() + first,
+                     from.tissue.begin() + first + n);
   }
 
   void route_cyclic(std::vector<ShardBuild>& builds, const std::vector<int>& slot,
@@ -574,8 +668,9 @@ class IngestWork final : public StageWork {
     for (ShardBuild& b : builds) {
       const size_t m = b.pending.size();
       if (m == 0) continue;
+      if (!b.index) b.index.emplace(template_->empty_copy());
       b.index->add(b.values.data(), b.pending.patch_id.data(), static_cast<int64_t>(m));
-      b.meta->append(b.pending, 0, m);
+      append_rows(b.meta, b.pending, 0, m);
       b.rows += static_cast<int64_t>(m);
     }
   }
@@ -651,6 +746,14 @@ class IngestWork final : public StageWork {
   std::string fingerprint_;
   int dim_;
   std::optional<VectorIndex> template_;  // empty, trained when the index needs training
+
+ public:
+  // Rank 0, after finish(): the catalog with this generation, to commit; nullopt when finish()
+  // did not run.
+  const std::optional<Catalog>& built() const { return built_; }
+
+ private:
+  std::optional<Catalog> built_;
 };
 
 }  // namespace
@@ -675,13 +778,17 @@ int discover_parts(const std::string& embed_root) {
   return parts;
 }
 
-int run(const Config& config, Comm& comm) {
+namespace {
+
+// Builds, resumes or finishes one generation (the one decide() picks).
+int run_generation(const Config& config, Comm& comm, std::string& ingest_dir_out) {
   // Rank 0 decides; the others receive the decision (or the error).
   const nlohmann::json decided = nlohmann::json::parse(
       decided_by_root(comm, [&] { return decision_json(decide(config)).dump(); }));
   const RunLayout layout(config.run);
   const std::string ingest_dir = layout.stage_root(kIngestStage, decided.at("name").get<std::string>());
   const Decision decision = decision_from(decided, ingest_dir);
+  ingest_dir_out = ingest_dir;
   if (decision.nothing_to_do) {
     if (comm.rank() == 0) {
       spdlog::info("ingest --append: every complete embed part is already in '{}' (parts {})",
@@ -730,6 +837,15 @@ int run(const Config& config, Comm& comm) {
                        sources.front().embed_dir, ingest_dir);
   }
   (void)VectorIndex::create(config.index, dim, metric);
+  if (decision.generation == 0) {
+    int64_t total = 0;
+    for (const Source& s : sources) total += s.info.rows;
+    if (config.shards > std::max<int64_t>(total, 1)) {
+      fail<InvalidInput>("--shards {} is more than the {} embedding(s) to ingest: at least {} "
+                         "shard(s) would stay empty; give at most {} shards",
+                         config.shards, total, config.shards - total, std::max<int64_t>(total, 1));
+    }
+  }
 
   std::string identity = config.fingerprint_ini;
   identity += fmt::format("resolved-tag = {}\nresolved-name = {}\ngeneration = {}\nparts = {}\n", decision.tag,
@@ -754,8 +870,34 @@ int run(const Config& config, Comm& comm) {
                       {"generation", decision.generation},
                       {"embed_parts", decision.parts}},
                      {config.run, inputs}};
+  stage_run.refinish_reason = [ingest_dir, generation = decision.generation] {
+    return catalog_gap(ingest_dir, generation);
+  };
   if (comm.rank() == 0 && decision.generation == 0) make_directories(ingest_dir);
-  return run_stage(comm, stage_run, work);
+  const int code = run_stage(comm, stage_run, work);
+  if (comm.rank() == 0 && work.built()) write_catalog(*work.built());
+  return code;
+}
+
+}  // namespace
+
+int run(const Config& config, Comm& comm) {
+  if (config.level != "patch") return run_slide_level(config, comm);
+  Config next = config;
+  int finished = -1;
+  for (;;) {
+    std::string out;
+    const int code = run_generation(next, comm, out);
+    if (code != kExitOk) return code;
+    // A catalog rebuilt from generation 0 on (deleted or damaged): the complete generations after
+    // it are listed again one by one, each resumed and finished as its --append would be.
+    const int unlisted = std::stoi(
+        decided_by_root(comm, [&] { return std::to_string(next_unlisted_generation(out)); }));
+    if (unlisted <= finished) return code;
+    finished = unlisted;
+    next.append = true;
+    next.stage.overwrite = false;
+  }
 }
 
 }  // namespace tessera::ingest

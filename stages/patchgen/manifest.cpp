@@ -13,6 +13,8 @@
 #include "common/core/strings.h"
 #include "common/core/error.h"
 #include "common/core/fs.h"
+#include "common/core/utf8.h"
+#include "common/store/columns.h"
 
 namespace tessera::patchgen {
 
@@ -140,6 +142,37 @@ double parse_mpp(const std::string& text) {
   return value;
 }
 
+// One problem per line of `text` that is not valid UTF-8, naming its first bad byte by line and
+// column (in characters, 1-based).
+void check_utf8(const std::string& text, std::vector<std::string>& problems) {
+  int line = 1, column = 1;
+  bool reported = false;  // this line's first bad byte is reported, not the rest
+  for (size_t i = 0; i < text.size();) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+      reported = false;
+      ++i;
+      continue;
+    }
+    const size_t n = utf8_sequence_length(text, i);
+    if (n == 0 && !reported) {
+      problems.push_back(fmt::format(
+          "line {}, column {}: not valid UTF-8 (byte 0x{:02x}); save the manifest as UTF-8",
+          line, column, static_cast<unsigned char>(text[i])));
+      reported = true;
+    }
+    i += n == 0 ? 1 : n;
+    ++column;
+  }
+}
+
+std::string builtin_column_list() {
+  std::string list;
+  for (const auto& name : kBuiltinColumns) list += (list.empty() ? "" : ", ") + std::string(name);
+  return list;
+}
+
 [[noreturn]] void throw_problems(const std::string& manifest_path,
                                  const std::vector<std::string>& problems) {
   std::string message = fmt::format("manifest '{}' has {} problem{}:", printable(manifest_path),
@@ -161,6 +194,9 @@ Manifest parse_collecting(const std::string& text, const std::string& manifest_p
     problems.push_back("the manifest path contains a NUL byte");
     return manifest;
   }
+  // Every name and value goes into HDF5 strings and JSON, which hold UTF-8 only.
+  check_utf8(text, problems);
+  if (!problems.empty()) return manifest;
   // Spreadsheet programs write a byte-order mark at the start of "CSV UTF-8".
   const bool bom = text.compare(0, 3, kUtf8Bom) == 0;
   auto rows = parse_csv(bom ? text.substr(3) : text, problems);
@@ -186,6 +222,11 @@ Manifest parse_collecting(const std::string& text, const std::string& manifest_p
         problems.push_back(fmt::format(
             "line {}: column name '{}' is not allowed (only A-Z a-z 0-9 . _ -, no leading dot)",
             line, printable(name)));
+      } else if (is_builtin_column(name)) {
+        problems.push_back(fmt::format(
+            "line {}: column name '{}' is reserved: query reports and filters on a built-in "
+            "column of that name (reserved, in any case: {}); rename the column",
+            line, name, builtin_column_list()));
       }
       manifest.metadata_columns.push_back(name);
     }
@@ -236,6 +277,11 @@ Manifest parse_collecting(const std::string& text, const std::string& manifest_p
       problems.push_back(fmt::format(
           "line {}: slide_id '{}' is not a safe file name (only A-Z a-z 0-9 . _ -, no leading dot)",
           row.line, printable(entry.slide_id)));
+    } else if (entry.slide_id.size() > kMaxSlideIdLength) {
+      problems.push_back(fmt::format(
+          "line {}: slide_id '{}' is too long: it is {} characters long; at most {} fit in the "
+          "file names the stages write after it",
+          row.line, entry.slide_id, entry.slide_id.size(), kMaxSlideIdLength));
     } else if (entry.slide_id[0] == '-') {
       problems.push_back(fmt::format(
           "line {}: slide_id '{}' starts with '-' (command-line tools would take it for an option)",

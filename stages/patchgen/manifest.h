@@ -14,6 +14,12 @@
 
 namespace tessera::patchgen {
 
+// The longest slide id accepted. The stages name files after the slide id, and the longest name
+// they write is an atomic write's temporary of the QC outline, `<id>.geojson.tmp.<host>.<pid>`:
+// 8 + 5 + a host name (at most 64 bytes) + 1 + a pid (at most 10 digits) = 88 bytes beside the
+// id, within NAME_MAX (255). 160 leaves a margin for suffixes still to come.
+inline constexpr size_t kMaxSlideIdLength = 160;
+
 struct SlideEntry {
   int index = 0;             // position in the manifest (0-based), the slide's stable number
   std::string slide_id;
@@ -35,9 +41,11 @@ struct Manifest {
 // Parses manifest text (no file access besides the working directory, when `manifest_path` is
 // relative). `manifest_path` names the file in messages; its directory, made absolute, anchors
 // relative slide and mask paths. A leading UTF-8 byte-order mark is ignored, and so are lines
-// holding only spaces, tabs and \r. Throws InvalidInput listing every problem at once (missing
-// columns, rows with the wrong number of fields; empty, unsafe or duplicate ids, ids that differ
-// only in case, ids starting with '-'; empty paths, paths containing a NUL byte; `mpp` values that
+// holding only spaces, tabs and \r. Throws InvalidInput listing every problem at once (text
+// that is not valid UTF-8, by line and column, and then nothing else; missing columns, metadata
+// columns named like a built-in column of query's output (common/store/columns.h), rows with the
+// wrong number of fields; empty, unsafe or duplicate ids, ids that differ only in case, ids
+// starting with '-', ids longer than kMaxSlideIdLength; empty paths, paths containing a NUL byte; `mpp` values that
 // are not positive finite numbers), one per line
 // with the CSV line number. Control characters in messages are shown escaped (\x00).
 // Throws IoError when the working directory cannot be determined.

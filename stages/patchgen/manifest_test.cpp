@@ -7,7 +7,10 @@
 #include <filesystem>
 #include <fstream>
 
+#include <fmt/format.h>
+
 #include "common/core/error.h"
+#include "common/store/columns.h"
 
 namespace tessera::patchgen {
 namespace {
@@ -279,6 +282,56 @@ TEST(Manifest, DirectoryManifestListsMatchingFilesSorted) {
   EXPECT_THROW(directory_manifest(dir.string(), {".tiff"}), InvalidInput);
   EXPECT_THROW(directory_manifest((dir / "missing").string(), {".svs"}), InvalidInput);
   fs::remove_all(dir);
+}
+
+// Issue 21, case 4: a metadata column named like a built-in one would shadow it in query's filters
+// and output.
+TEST(Manifest, RefusesMetadataColumnsNamedLikeBuiltInOnesListingThem) {
+  for (const char* name : {"patch_id", "x", "tissue", "score", "Slide_MPP", "shard"}) {
+    const std::string msg =
+        message_of(fmt::format("slide_id,path,{}\na,a.svs,7\n", name));
+    EXPECT_NE(msg.find(fmt::format("line 1: column name '{}' is reserved", name)),
+              std::string::npos)
+        << msg;
+    for (const auto& builtin : kBuiltinColumns) {
+      EXPECT_NE(msg.find(std::string(builtin)), std::string::npos) << builtin << ": " << msg;
+    }
+  }
+  EXPECT_EQ(message_of("slide_id,path,patient_id,mpp,site,xy\na,a.svs,p,0.5,lung,1\n"), "");
+}
+
+// Issue 21, case 16: a Latin-1 manifest is refused, naming line and column, instead of carrying
+// invalid UTF-8 into every output.
+TEST(Manifest, RefusesInvalidUtf8NamingLineAndColumn) {
+  const std::string msg =
+      message_of("slide_id,path,site\na,a.svs,lung\nb,b.svs,br\xe9" "ast\nc,c.svs,\xc3\xa9t\xe9\n");
+  EXPECT_NE(msg.find("line 3, column 11: not valid UTF-8 (byte 0xe9)"), std::string::npos) << msg;
+  // Columns count characters: the valid two-byte e-acute before the bad byte is one column.
+  EXPECT_NE(msg.find("line 4, column 11: not valid UTF-8 (byte 0xe9)"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("2 problems"), std::string::npos) << msg;
+  // Truncated, overlong and surrogate sequences are invalid too; valid multi-byte text is kept.
+  for (const char* bad : {"\xc3", "\xc0\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xe2\x82"}) {
+    EXPECT_NE(message_of(std::string("slide_id,path,site\na,a.svs,") + bad + "\n")
+                  .find("line 2, column 9: not valid UTF-8"),
+              std::string::npos)
+        << bad;
+  }
+  const Manifest m = parse_manifest("slide_id,path,site\na,a.svs,S\xc3\xa3o Paulo \xe2\x82\xac\xf0\x9f\x94\xac\n",
+                                    "/m.csv");
+  EXPECT_EQ(m.slides[0].metadata[0], "S\xc3\xa3o Paulo \xe2\x82\xac\xf0\x9f\x94\xac");
+}
+
+// Issue 21, case 17: an id whose files would not fit NAME_MAX is refused at validation.
+TEST(Manifest, RefusesSlideIdsTooLongForTheFileNamesStagesWrite) {
+  const std::string longest(kMaxSlideIdLength, 'a');
+  EXPECT_EQ(message_of("slide_id,path\n" + longest + ",a.svs\n"), "");
+  const std::string msg = message_of("slide_id,path\nok,b.svs\n" + std::string(250, 'b') + ",a.svs\n");
+  EXPECT_NE(msg.find("line 3: slide_id 'bbbb"), std::string::npos) << msg;
+  EXPECT_NE(msg.find(fmt::format("is 250 characters long; at most {}", kMaxSlideIdLength)),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(message_of("slide_id,path\n" + longest + "a,a.svs\n").find("is too long"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -22,14 +22,26 @@ OptionTable option_table() {
        "ingest output to search: RUN/ingest/<tag> (the folder of catalog.json)")
       ("mmap", kRunControl, value_with_default<bool>(true),
        "map index files into memory instead of reading them (IVF lists, flat codes)")
-      ("verify", kRunControl, po::value<std::string>()->default_value("cheap"),
-       "check shard files against the catalog: cheap (sizes, file ends) or full (every byte)")
+      ("verify", kRunControl, po::value<std::string>()->default_value("full"),
+       "check the shard files this process loads against the catalog: full (the XXH3 of every "
+       "byte, once per load) or cheap (sizes and file ends only: damage inside a file is served)")
       ("threads", kRunControl, po::value<int>()->default_value(0),
        "search threads per process (0: the cores of its CPU affinity)");
   t.group("Query (exactly one source)")
       ("patch", kRunControl, po::value<int64_t>(), "a stored patch, by patch id")
       ("slide", kRunControl, po::value<std::string>(),
        "with --x and --y: the stored patch of this slide nearest a level-0 point")
+      ("similar-slide", kRunControl, po::value<std::string>(),
+       "the slides nearest this slide's vector (--index: an ingest --level slide output)")
+      ("similar-patient", kRunControl, po::value<std::string>(),
+       "the patients nearest this patient's vector (--index: an ingest --level patient output)")
+      ("mosaic-vote", kRunControl, po::bool_switch(),
+       "with --slide S (no --x --y): search a mosaic of S's patches and rank slides and patients "
+       "by votes (Yottixel)")
+      ("mosaic-percent", kRunControl, po::value<double>()->default_value(5.0),
+       "mosaic size: this share of the slide's patches (at least --mosaic-min)")
+      ("mosaic-min", kRunControl, po::value<int>()->default_value(8),
+       "smallest mosaic (or every patch of a smaller slide)")
       ("x", kRunControl, po::value<int64_t>(), "level-0 x of the point (with --slide)")
       ("y", kRunControl, po::value<int64_t>(), "level-0 y of the point (with --slide)")
       ("vectors", kRunControl, po::value<std::string>(),
@@ -52,7 +64,8 @@ OptionTable option_table() {
       ("exclude-same-patient", kRunControl, po::bool_switch(),
        "leave out patches of the query's patient")
       ("batch-size", kRunControl, po::value<int>()->default_value(0),
-       "queries searched per call (0: all at once; 1 gives each query's own latency)");
+       "queries searched per round, whose results are written before the next round (0: as "
+       "many as keep queries x k within 65536 hits; 1 gives each query's own latency)");
   t.group("Output")
       ("format", kRunControl, po::value<std::string>()->default_value("table"),
        "table, csv or json")
@@ -72,13 +85,31 @@ Config config_from(const po::variables_map& v) {
     c.patch = v["patch"].as<int64_t>();
     ++sources;
   }
-  if (v.count("slide")) {
+  c.mosaic_vote = v["mosaic-vote"].as<bool>();
+  c.mosaic_percent = v["mosaic-percent"].as<double>();
+  c.mosaic_min = v["mosaic-min"].as<int>();
+  require(c.mosaic_percent > 0 && c.mosaic_percent <= 100, "mosaic-percent", "must be in (0, 100]");
+  require(c.mosaic_min >= 1 && c.mosaic_min <= 256, "mosaic-min", "must be 1..256");
+  if (v.count("similar-slide")) {
+    c.similar_slide = v["similar-slide"].as<std::string>();
+    ++sources;
+  }
+  if (v.count("similar-patient")) {
+    c.similar_patient = v["similar-patient"].as<std::string>();
+    ++sources;
+  }
+  if (v.count("slide") && c.mosaic_vote) {
+    c.slide = v["slide"].as<std::string>();
+    require(!v.count("x") && !v.count("y"), "mosaic-vote", "takes the whole slide: no --x --y");
+    ++sources;
+  } else if (v.count("slide")) {
     c.slide = v["slide"].as<std::string>();
     require(v.count("x") && v.count("y"), "slide", "needs --x and --y (a level-0 point)");
     c.x = v["x"].as<int64_t>();
     c.y = v["y"].as<int64_t>();
     ++sources;
   } else {
+    require(!c.mosaic_vote, "mosaic-vote", "needs --slide S");
     require(!v.count("x") && !v.count("y"), "x", "--x and --y go with --slide");
   }
   if (v.count("vectors")) {
@@ -90,7 +121,8 @@ Config config_from(const po::variables_map& v) {
     ++sources;
   }
   require(sources == 1, "patch",
-          "give exactly one query source: --patch, --slide with --x --y, --vectors or --image");
+          "give exactly one query source: --patch, --slide with --x --y, --slide with "
+          "--mosaic-vote, --similar-slide, --similar-patient, --vectors or --image");
   c.k = v["k"].as<int>();
   c.nprobe = v["nprobe"].as<int>();
   c.ef_search = v["ef-search"].as<int>();

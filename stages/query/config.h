@@ -18,6 +18,12 @@ struct Config {
   int64_t x = -1, y = -1;               //   that level-0 point
   std::string vectors;                  // --vectors FILE[.npy|.h5[:/dataset]]
   std::string image;                    // --image FILE.png|jpg
+  // Whole-slide search (slide_search.h):
+  std::string similar_slide;            // --similar-slide S over a slide-level index
+  std::string similar_patient;          // --similar-patient P over a patient-level index
+  bool mosaic_vote = false;             // --slide S --mosaic-vote over the patch index
+  double mosaic_percent = 5.0;          //   mosaic: this share of the slide's patches,
+  int mosaic_min = 8;                   //   at least this many
   int k = 10;
   int nprobe = 0;                       // 0: the catalog's default
   int ef_search = 0;                    // 0: FAISS's default
@@ -27,10 +33,10 @@ struct Config {
   std::string format = "table";         // table | csv | json
   std::string output;                   // results file ("" = standard output)
   std::string mosaic;                   // PNG of the query and its hits
-  int batch_size = 0;                   // queries searched per call (0: all at once)
+  int batch_size = 0;                   // queries per round (0: query_batch_size decides)
   int threads = 0;                      // search threads (0: the cores of the CPU affinity)
   bool mmap = true;                     // map IVF lists / flat codes instead of reading them
-  VerifyLevel verify = VerifyLevel::kCheap;
+  VerifyLevel verify = VerifyLevel::kFull;  // the files loaded, hashed once per load
   std::string device = "cpu";           // --image: where the model runs
 };
 
@@ -41,7 +47,8 @@ OptionTable option_table();
 Config config_from(const po::variables_map& values);
 
 inline constexpr const char* kUsage =
-    "[mpirun -np R] query --index RUN/ingest/T (--patch ID | --slide S --x X --y Y | --vectors F "
-    "| --image F) -k N [--filter EXPR] [--format table|csv|json] [--mosaic OUT.png]";
+    "[mpirun -np R] query --index RUN/ingest/T (--patch ID | --slide S --x X --y Y | --slide S "
+    "--mosaic-vote | --similar-slide S | --similar-patient P | --vectors F | --image F) -k N "
+    "[--filter EXPR] [--format table|csv|json] [--mosaic OUT.png]";
 
 }  // namespace tessera::query

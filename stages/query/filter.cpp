@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "common/core/error.h"
+#include "common/core/utf8.h"
 
 namespace tessera::query {
 
@@ -205,15 +206,20 @@ class Parser {
   }
 
  private:
+  // `pos` is a byte offset; the message counts characters (UTF-8 continuation bytes add none).
   [[noreturn]] void error(size_t pos, const std::string& what) const {
     std::string shown = text_;
     std::string caret;
+    size_t position = 1;
     for (size_t i = 0; i < shown.size(); ++i) {
       if (shown[i] == '\n' || shown[i] == '\r') shown[i] = ' ';
-      if (i < pos) caret += shown[i] == '\t' ? '\t' : ' ';
+      if (i < pos && (static_cast<unsigned char>(shown[i]) & 0xC0) != 0x80) {
+        caret += shown[i] == '\t' ? '\t' : ' ';
+        ++position;
+      }
     }
     caret += '^';
-    throw InvalidInput(fmt::format("filter \"{}\": at position {}: {}\n  {}\n  {}", text_, pos + 1,
+    throw InvalidInput(fmt::format("filter \"{}\": at position {}: {}\n  {}\n  {}", text_, position,
                                    what, shown, caret));
   }
 
@@ -299,6 +305,15 @@ class Parser {
         t.text = text_.substr(start, i - start);
         const std::string low = lower(t.text);
         if (low == "and" || low == "or" || low == "not" || low == "in") t.keyword = low;
+      } else if (static_cast<unsigned char>(c) >= 0x80) {
+        // The whole character, not its first byte.
+        const size_t len = utf8_sequence_length(text_, i);
+        if (len == 0) {
+          error(i, fmt::format("byte 0x{:02x} is not valid UTF-8", static_cast<unsigned char>(c)));
+        }
+        error(i, fmt::format("unexpected character '{}' (column names and unquoted values are "
+                             "A-Z a-z 0-9 _ . : / + -; quote values with other characters)",
+                             text_.substr(i, len)));
       } else {
         error(i, fmt::format("unexpected character '{}'", c));
       }
@@ -339,12 +354,23 @@ class Parser {
     return node.children.size() == 1 ? node.children[0] : add_node(std::move(node));
   }
 
+  // Entered for each '(' and 'not': the parser and the evaluator recurse once per level, so the
+  // depth is bounded before it can exhaust the stack.
+  void descend(size_t pos) {
+    if (++depth_ > kMaxFilterDepth) {
+      error(pos, fmt::format("the filter nests deeper than {} levels of '(' and 'not'",
+                             kMaxFilterDepth));
+    }
+  }
+
   int parse_unary() {
     if (at_keyword("not")) {
+      descend(peek().pos);
       take();
       Node node;
       node.kind = Node::kNot;
       node.children.push_back(parse_unary());
+      --depth_;
       return add_node(std::move(node));
     }
     return parse_primary();
@@ -353,6 +379,7 @@ class Parser {
   int parse_primary() {
     const Token& t = take();
     if (t.kind == Tok::kLParen) {
+      descend(t.pos);
       const int inner = parse_or();
       const Token& close = peek();
       if (close.kind == Tok::kEnd) {
@@ -363,6 +390,7 @@ class Parser {
               fmt::format("unexpected {}; expected 'and', 'or' or ')'", describe(close)));
       }
       take();
+      --depth_;
       return inner;
     }
     if (t.kind != Tok::kBare || !t.keyword.empty()) {
@@ -378,6 +406,7 @@ class Parser {
       leaf.op = op.op;
       const Token& value = take();
       check_value(value, fmt::format("after '{}'", op.text));
+      check_text_order(leaf, schema, value);
       set_scalar(leaf, schema, value);
     } else if (op.kind == Tok::kBare && (op.keyword == "in" || op.keyword == "not")) {
       if (op.keyword == "not") {
@@ -414,6 +443,23 @@ class Parser {
     node.kind = Node::kLeaf;
     node.leaf = static_cast<int>(program_->leaves.size()) - 1;
     return add_node(std::move(node));
+  }
+
+  // An unquoted number ordered against a string column would compare bytes ("10" < "9"), which
+  // is never what it looks like; the reverse mismatch (a word against a number column) is
+  // refused too. Quoting the number asks for the text comparison.
+  void check_text_order(const Leaf& leaf, const ColumnSchema& schema, const Token& value) const {
+    const bool ordering = leaf.op == Op::kLt || leaf.op == Op::kLe || leaf.op == Op::kGt ||
+                          leaf.op == Op::kGe;
+    bool integral = false;
+    if (schema.type != ColumnType::kString || !ordering || value.kind != Tok::kBare ||
+        !is_number_syntax(value.text, &integral)) {
+      return;
+    }
+    error(value.pos, fmt::format("column '{}' is string but {} is a number: ordering text by a "
+                                 "number compares bytes (\"10\" < \"9\"); quote it ('{}') to "
+                                 "compare text",
+                                 schema.name, value.text, value.text));
   }
 
   void check_value(const Token& value, const std::string& where) const {
@@ -504,6 +550,7 @@ class Parser {
   const std::vector<ColumnSchema>& schema_;
   std::vector<Token> tokens_;
   size_t next_ = 0;
+  size_t depth_ = 0;
   std::shared_ptr<Program> program_;
 };
 

@@ -27,17 +27,21 @@
 //     (so 'C:\data' is C:\data).
 // Semantics, by the column's type:
 //   - string columns compare text, byte-wise (`<` and `>` are lexicographic in byte order). A
-//     number literal compares as the text it was written as (`patient_id = 007` is "007").
+//     number literal compares as the text it was written as (`patient_id = 007` is "007") with
+//     `=`, `!=` and `in`; ordered against a string column (`site > 3`) an unquoted number is an
+//     error, as a word is against a numeric column: quote it (`site > '3'`) to order text.
 //   - int64 and float64 columns need a literal that is a number (quoted or not); anything else is
 //     an error. Int columns compared with an integer compare exactly; any other numeric pairing
 //     compares as double (exact up to 2^53). NaN values (empty float entries) are unequal to
 //     everything: only `!=` and `not in` hold for them.
+// Parentheses and `not` nest at most kMaxFilterDepth levels deep.
 // Errors are tessera::InvalidInput, with the 1-based byte position and the expression underlined:
 //   filter "site = = lung": at position 8: expected a value after '='
 //     site = = lung
 //            ^
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -49,6 +53,10 @@
 namespace tessera::query {
 
 enum class ColumnType { kInt, kFloat, kString };
+
+// The deepest nesting of '(' and 'not' a filter may have (parsing and evaluation recurse per
+// level; deeper filters are refused, naming the limit).
+inline constexpr size_t kMaxFilterDepth = 64;
 
 // "int", "float", "string".
 const char* column_type_name(ColumnType type);
@@ -82,8 +90,8 @@ class Filter {
   // Parses `text` against the known `columns` (names are unique). Throws InvalidInput when the
   // text is empty or malformed (unbalanced parentheses, trailing input, a missing value or
   // operator, an unterminated string, an empty `in ()` list), names an unknown column (the
-  // message lists the known ones), or compares a numeric column with a value that is not a
-  // number. Every message quotes the filter and gives the position.
+  // message lists the known ones), compares a numeric column with a value that is not a number,
+  // orders a string column by an unquoted number, or nests deeper than kMaxFilterDepth. Every message quotes the filter and gives the position.
   static Filter parse(const std::string& text, const std::vector<ColumnSchema>& columns);
 
   // The text it was parsed from.

@@ -146,9 +146,11 @@ TEST(FilterEval, NumberLiteralOnStringColumnComparesText) {
   t.patient_id = {"007", "7", "10"};
   const Filter f = Filter::parse("patient_id = 007", t.schema());
   EXPECT_THAT(f.evaluate(t.views(), 6), ElementsAre(1, 1, 0, 0, 0, 0));
-  // Text order: "10" < "7".
-  const Filter g = Filter::parse("patient_id < 7", t.schema());
+  // Text order, asked for by quoting: "10" < "7".
+  const Filter g = Filter::parse("patient_id < '7'", t.schema());
   EXPECT_THAT(g.evaluate(t.views(), 6), ElementsAre(1, 1, 0, 0, 1, 1));
+  EXPECT_THAT(f.evaluate(t.views(), 6), ElementsAre(1, 1, 0, 0, 0, 0));
+  EXPECT_EQ(match("patient_id in (7, P03)"), Rows({4, 5}));
 }
 
 TEST(FilterEval, IntOperators) {
@@ -302,11 +304,45 @@ TEST(FilterErrors, NumericColumnWithWordIsAnError) {
   expect_error("tissue = inf", 10, "column 'tissue' is float but 'inf' is not a number");
 }
 
+// Issue 21, case 5: `site > 3` on a string column matched every row by byte order; refused like
+// a word against a numeric column.
+TEST(FilterErrors, UnquotedNumberOrderingAStringColumnIsAnError) {
+  expect_error("site > 3", 8, "column 'site' is string but 3 is a number");
+  expect_error("patient_id <= -1.5", 15, "quote it ('-1.5') to compare text");
+  expect_error("x = 0 or label >= 2e3", 19, "column 'label' is string but 2e3 is a number");
+  EXPECT_EQ(match("site > '3'"), Rows({0, 1, 2, 3, 4, 5}));
+}
+
+// Issue 21, case 8: 20,000 parentheses crashed query with SIGSEGV.
+TEST(FilterErrors, NestingDeeperThanTheLimitIsAnError) {
+  const std::string deep = std::string(20000, '(') + "x = 0" + std::string(20000, ')');
+  EXPECT_THAT(error_of(deep), HasSubstr("nests deeper than 64 levels"));
+  std::string nots;
+  for (int i = 0; i < 20000; ++i) nots += "not ";
+  EXPECT_THAT(error_of(nots + "x = 0"), HasSubstr("nests deeper than 64 levels"));
+  const size_t limit = 64;  // kMaxFilterDepth
+  EXPECT_EQ(match(std::string(limit, '(') + "x = 0" + std::string(limit, ')')), Rows({0}));
+  EXPECT_EQ(match(std::string(limit / 2, '(') + "not not x = 0 or x = 500" +
+                  std::string(limit / 2, ')')),
+            Rows({0, 1}));
+  expect_error(std::string(limit + 1, '(') + "x = 0" + std::string(limit + 1, ')'), limit + 1,
+               "nests deeper than 64 levels of '(' and 'not'");
+}
+
 TEST(FilterErrors, UnknownColumnListsTheColumns) {
   expect_error("site = lung and sitee = lung", 17,
                "unknown column 'sitee' (columns: slide_id, patient_id, site, age, weight, x, "
                "tissue, label)");
   EXPECT_THAT(error_of("Site = lung"), HasSubstr("unknown column 'Site'"));  // names are exact
+}
+
+// Issue 21, case 22: a non-ASCII character is shown whole, and positions count characters.
+TEST(FilterErrors, NonAsciiCharactersAreShownWholeAndCountedOnce) {
+  expect_error("sit\xc3\xa9 = lung", 4,
+               "unexpected character '\xc3\xa9' (column names and unquoted values are");
+  expect_error("site = 'l\xc3\xa9' $", 13, "unexpected character '$'");
+  expect_error("site = \xe2\x82\xac", 8, "unexpected character '\xe2\x82\xac'");
+  expect_error("site = \xe9", 8, "byte 0xe9 is not valid UTF-8");
 }
 
 TEST(FilterErrors, CaretKeepsTabsAligned) {

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -27,8 +28,15 @@ constexpr unsigned char kPngMagic[] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\
 constexpr unsigned char kJpegMagic[] = {0xff, 0xd8, 0xff};
 constexpr uint64_t kMaxImagePixels = uint64_t{1} << 28;
 
-// The first `n` bytes of a file (fewer when it is shorter). IoError when it cannot be opened.
+// The first `n` bytes of a file (fewer when it is shorter). InvalidInput when it does not exist
+// or is not a regular file (a wrong name on the command line), IoError when it cannot be opened.
 std::string file_head(const std::string& path, size_t n, const char* what) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    fail<InvalidInput>("{} '{}' {}", what, path,
+                       std::filesystem::exists(path, ec) ? "is not a regular file"
+                                                         : "does not exist");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) fail<IoError>("cannot open {} '{}': {}", what, path, std::strerror(errno));
   std::string head(n, '\0');
@@ -393,10 +401,12 @@ Matrix read_query_vectors(const std::string& spec) {
 Image8 read_image(const std::string& path) {
   const std::string head = file_head(path, sizeof(kPngMagic), "image");
   if (starts_with(head, kPngMagic, sizeof(kPngMagic))) {
-    Image8 image = read_png(path);
-    if (image.width > 0 && static_cast<uint64_t>(image.width) * image.height > kMaxImagePixels) {
-      fail<InvalidInput>("image '{}' is {}x{} pixels, over the limit of {}", path, image.width,
-                         image.height, kMaxImagePixels);
+    // The file opened: a PNG that libpng cannot decode (truncated, damaged) is bad input.
+    Image8 image;
+    try {
+      image = read_png(path, kMaxImagePixels);
+    } catch (const IoError& e) {
+      throw InvalidInput(fmt::format("image '{}' is not a valid PNG: {}", path, e.what()));
     }
     if (image.channels == 1) {
       Image8 rgb{image.width, image.height, 3, {}};

@@ -1,6 +1,6 @@
 // Readers for what a user hands to `query`: query vectors (NumPy .npy or an HDF5 dataset) and
 // query images (PNG or JPEG). All functions are pure readers, thread-safe for any arguments, and
-// report a missing or unreadable file as IoError and malformed content as InvalidInput; every
+// report a missing file and malformed content as InvalidInput and an unreadable one as IoError; every
 // message names the file (and the dataset) and the problem.
 #pragma once
 
@@ -47,10 +47,11 @@ Matrix read_vectors_h5(const std::string& path, const std::string& dataset);
 Matrix read_query_vectors(const std::string& spec);
 
 // Reads a PNG or JPEG image, told apart by their signatures (not the extension), as 8-bit RGB
-// (channels == 3 always; gray is replicated, alpha dropped). Images over 2^28 pixels are refused.
-// Throws IoError naming the path when the file cannot be read (or, from read_png, is a damaged
-// PNG); InvalidInput naming the path when it is neither PNG nor JPEG, or is a JPEG that libjpeg
-// cannot decode completely (including a truncated one).
+// (channels == 3 always; gray is replicated, alpha dropped). Images over 2^28 pixels are refused
+// from their header, before any pixel memory is allocated. Throws InvalidInput naming the path
+// when the file does not exist, is neither PNG nor JPEG, or is a PNG or JPEG that cannot be
+// decoded completely (including a truncated one); IoError when an existing file cannot be
+// opened.
 Image8 read_image(const std::string& path);
 
 }  // namespace tessera::query

@@ -281,8 +281,8 @@ TEST_F(QueryInputsTest, QueryVectorsTellFormatsBySignature) {
   write_bytes(path("z.npy"), npy_bytes(dict("<f4", "(0, 3)"), ""));
   expect_error<InvalidInput>([&] { read_query_vectors(path("z.npy")); }, path("z.npy"),
                              "hold no rows");
-  expect_error<IoError>([&] { read_query_vectors(path("missing.npy")); }, path("missing.npy"),
-                        "cannot open");
+  expect_error<InvalidInput>([&] { read_query_vectors(path("missing.npy")); },
+                             path("missing.npy"), "does not exist");
 }
 
 Image8 gradient(int width, int height) {
@@ -350,9 +350,43 @@ TEST_F(QueryInputsTest, BadImagesNameTheFile) {
                              "neither PNG nor JPEG");
   std::string png = read_bytes((write_png(path("ok.png"), rgb), path("ok.png")));
   write_bytes(path("cut.png"), png.substr(0, png.size() / 2));
-  EXPECT_THROW(read_image(path("cut.png")), IoError);
-  expect_error<IoError>([&] { read_image(path("missing.png")); }, path("missing.png"),
-                        "cannot open");
+  // Issue 21, case 22: a truncated PNG and a missing file are bad input (exit 2), like the rest.
+  expect_error<InvalidInput>([&] { read_image(path("cut.png")); }, path("cut.png"),
+                             "not a valid PNG");
+  expect_error<InvalidInput>([&] { read_image(path("missing.png")); }, path("missing.png"),
+                             "does not exist");
+  expect_error<InvalidInput>([&] { read_image(dir_.string()); }, dir_.string(),
+                             "is not a regular file");
+}
+
+// CRC-32 of PNG chunks (ISO 3309), to forge a header.
+uint32_t png_crc(const std::string& bytes) {
+  uint32_t crc = 0xffffffffu;
+  for (unsigned char b : bytes) {
+    crc ^= b;
+    for (int k = 0; k < 8; ++k) crc = (crc >> 1) ^ (0xedb88320u & (0u - (crc & 1u)));
+  }
+  return crc ^ 0xffffffffu;
+}
+
+void put_be32(std::string& bytes, size_t at, uint32_t v) {
+  for (int i = 0; i < 4; ++i) bytes[at + i] = static_cast<char>((v >> (24 - 8 * i)) & 0xff);
+}
+
+// Issue 21, case 9: a small PNG whose header claims 60000 x 60000 pixels made query allocate
+// 10.7 GB before failing. The limit applies from the header: nothing is allocated.
+TEST_F(QueryInputsTest, ImageSizeIsCheckedFromTheHeaderBeforeDecoding) {
+  write_png(path("small.png"), gradient(4, 4));
+  std::string png = read_bytes(path("small.png"));
+  // Signature (8), IHDR length (4), "IHDR" (4), width at 16, height at 20, CRC over type+data.
+  ASSERT_EQ(png.substr(12, 4), "IHDR");
+  put_be32(png, 16, 60000);
+  put_be32(png, 20, 60000);
+  put_be32(png, 29, png_crc(png.substr(12, 17)));
+  write_bytes(path("bomb.png"), png);
+  ASSERT_LT(png.size(), 1000u);
+  expect_error<InvalidInput>([&] { read_image(path("bomb.png")); }, path("bomb.png"),
+                             "60000x60000 pixels by its header, over the limit");
 }
 
 }  // namespace

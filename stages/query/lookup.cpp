@@ -62,8 +62,15 @@ StoredPatch PatchLookup::nearest(int32_t slide, int64_t x, int64_t y) const {
     const auto [first, count] = impl_->rows_of(s, slide);
     if (count == 0) continue;
     const IndexInfo& info = impl_->info(s);
+    const double extent = info.patch_size * info.slides.downsample[slide];  // level-0 px
+    const int64_t width = info.slides.width[slide], height = info.slides.height[slide];
+    if (x < -extent || y < -extent || x > width + extent || y > height + extent) {
+      fail<InvalidInput>("the point ({}, {}) lies outside slide '{}' ({} x {} level-0 pixels) by "
+                         "more than one patch ({:g} pixels): give a point on the slide",
+                         x, y, info.slides.slide_id.at(slide), width, height, extent);
+    }
     const IndexRows rows = IndexReader(info.path).read_range(first, count);
-    const double half = 0.5 * info.patch_size * info.slides.downsample[slide];
+    const double half = 0.5 * extent;
     double best = std::numeric_limits<double>::infinity();
     size_t at = 0;
     for (size_t i = 0; i < rows.size(); ++i) {

@@ -41,7 +41,8 @@ class PatchLookup {
   std::optional<StoredPatch> find(int64_t patch_id) const;
   // The patch of slide `slide` (index into the slide table) whose centre is nearest the level-0
   // point (x, y), the lowest patch id on ties. Throws InvalidInput naming the slide when it has no
-  // ingested patch.
+  // ingested patch, or when the point lies outside the slide by more than one patch (a patch's
+  // level-0 extent) on any side.
   StoredPatch nearest(int32_t slide, int64_t x, int64_t y) const;
   // Its stored embedding (D floats), as embed wrote it.
   std::vector<float> embedding(const StoredPatch& patch) const;

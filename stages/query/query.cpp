@@ -22,8 +22,11 @@
 #include "stages/query/inputs.h"
 #include "stages/query/lookup.h"
 #include "stages/query/mosaic.h"
+#include "stages/query/output.h"
 #include "stages/query/report.h"
 #include "stages/query/search.h"
+#include "stages/query/slide_search.h"
+#include "stages/query/votes.h"
 
 namespace tessera::query {
 
@@ -68,7 +71,7 @@ std::vector<float> embed_image(const Config& config, const Catalog& catalog, Ima
 }
 
 Queries resolve(const Config& config, const Catalog& catalog, const VectorSlideTable& slides,
-                const PatchLookup& lookup) {
+                const PatchLookup& lookup, std::vector<MosaicPatch>* mosaic) {
   Queries q;
   auto stored = [&](const StoredPatch& p, std::string what) {
     std::vector<float> v = lookup.embedding(p);
@@ -85,6 +88,20 @@ Queries resolve(const Config& config, const Catalog& catalog, const VectorSlideT
     }
     stored(*p, fmt::format("patch {} ({} at {}, {})", p->patch_id, slides.slide_id[p->slide], p->x,
                            p->y));
+  } else if (config.mosaic_vote) {
+    const int32_t s = slide_index(slides, config.slide);
+    MosaicRule rule;
+    rule.percent = config.mosaic_percent;
+    rule.min_size = config.mosaic_min;
+    SlideMosaic m = slide_mosaic(catalog, config.slide, rule);
+    q.n = static_cast<int64_t>(m.patches.size());
+    q.vectors = std::move(m.vectors);
+    for (const auto& p : m.patches) {
+      q.info.push_back({fmt::format("mosaic of {}: patch at ({}, {})", config.slide, p.x, p.y), -1,
+                        s, 0});
+      q.stored.push_back({});
+    }
+    *mosaic = std::move(m.patches);
   } else if (!config.slide.empty()) {
     const StoredPatch p = lookup.nearest(slide_index(slides, config.slide), config.x, config.y);
     stored(p, fmt::format("slide {} at ({}, {}): patch {} at ({}, {})", config.slide, config.x,
@@ -135,7 +152,7 @@ void decode_queries(const std::string& bytes, int dim, Queries& q) {
 
 std::vector<QueryScope> scopes_for(const Config& config, const Queries& q,
                                    const VectorSlideTable& slides) {
-  if (!config.exclude_same_slide && !config.exclude_same_patient) return {};
+  if (!config.exclude_same_slide && !config.exclude_same_patient && !config.mosaic_vote) return {};
   std::vector<QueryScope> scopes(q.n);
   for (int64_t i = 0; i < q.n; ++i) {
     const int32_t s = q.info[i].slide;
@@ -144,7 +161,9 @@ std::vector<QueryScope> scopes_for(const Config& config, const Queries& q,
                          "stored patch (--patch or --slide), not {}",
                          config.vectors.empty() ? "--image" : "--vectors");
     }
-    scopes[i] = exclusion_scope(s, config.exclude_same_slide, config.exclude_same_patient, slides);
+    // A slide never votes for itself.
+    scopes[i] = exclusion_scope(s, config.exclude_same_slide || config.mosaic_vote,
+                                config.exclude_same_patient, slides);
   }
   return scopes;
 }
@@ -154,10 +173,12 @@ std::vector<std::string> caption(const Hit& h, size_t rank, const VectorSlideTab
           fmt::format("x={} y={}", h.x, h.y)};
 }
 
-void write_mosaics(const Config& config, const Queries& q,
-                   const std::vector<std::vector<Hit>>& hits, const VectorSlideTable& slides,
+// The mosaics of queries first .. first + hits.size() - 1.
+void write_mosaics(const Config& config, const Queries& q, int64_t first,
+                   const std::vector<std::vector<Hit>>& batch, const VectorSlideTable& slides,
                    const PatchLookup& lookup) {
-  for (int64_t i = 0; i < q.n; ++i) {
+  for (int64_t i = first; i < first + static_cast<int64_t>(batch.size()); ++i) {
+    const std::vector<Hit>& hits = batch[i - first];
     std::string path = config.mosaic;
     if (q.n > 1) {
       const fs::path p(config.mosaic);
@@ -177,8 +198,8 @@ void write_mosaics(const Config& config, const Queries& q,
       query.caption = {fmt::format("vector {}", i)};
     }
     std::vector<MosaicTile> tiles;
-    for (size_t r = 0; r < hits[i].size(); ++r) {
-      const Hit& h = hits[i][r];
+    for (size_t r = 0; r < hits.size(); ++r) {
+      const Hit& h = hits[r];
       MosaicTile tile;
       tile.caption = caption(h, r, slides);
       if (const auto p = lookup.find(h.patch_id)) {
@@ -196,6 +217,11 @@ void write_mosaics(const Config& config, const Queries& q,
 }  // namespace
 
 int run(const Config& config, Comm& comm) {
+  if (!config.output.empty()) check_output_path("--output", config.output, config.index);
+  if (!config.mosaic.empty()) check_output_path("--mosaic", config.mosaic, config.index);
+  if (!config.similar_slide.empty() || !config.similar_patient.empty()) {
+    return run_similar(config, comm);
+  }
   const Catalog catalog = load_catalog(config.index);
   require_current(catalog);
   const int K = static_cast<int>(catalog.shards.size());
@@ -217,10 +243,11 @@ int run(const Config& config, Comm& comm) {
 
   // Rank 0 resolves the queries (stored patches, files, an image) and tells the others.
   Queries queries;
+  std::vector<MosaicPatch> mosaic;
   std::optional<PatchLookup> lookup;
   const std::string resolved = decided_by_root(comm, [&] {
     lookup.emplace(catalog);
-    queries = resolve(config, catalog, slides, *lookup);
+    queries = resolve(config, catalog, slides, *lookup, &mosaic);
     return encode_queries(queries);
   });
   if (comm.rank() != 0) decode_queries(resolved, catalog.dim, queries);
@@ -244,11 +271,31 @@ int run(const Config& config, Comm& comm) {
   params.nprobe = config.nprobe > 0 ? config.nprobe : catalog.default_nprobe;
   params.ef_search = config.ef_search;
   params.threads = threads;
-  const int64_t batch = config.batch_size > 0 ? config.batch_size : std::max<int64_t>(queries.n, 1);
+  const int64_t batch = query_batch_size(config.batch_size, queries.n, config.k);
   Timing timing;
   timing.queries = queries.n;
   timing.batch_size = static_cast<int>(batch);
-  std::vector<std::vector<Hit>> hits(queries.n);
+  const nlohmann::json search = {{"index", catalog.index_spec},
+                                 {"metric", catalog.metric},
+                                 {"normalize", catalog.normalize},
+                                 {"shards", K},
+                                 {"ranks", comm.size()},
+                                 {"rows", rows},
+                                 {"k", config.k},
+                                 {"nprobe", params.nprobe},
+                                 {"ef_search", params.ef_search},
+                                 {"filter", config.filter},
+                                 {"matching_rows", matching},
+                                 {"load_s", load_s}};
+  // Results go out batch by batch: memory holds one batch's hits (docs/operations.md). Mosaic
+  // voting needs every mosaic patch's hits (a few percent of one slide's patches) for its votes.
+  ReportStream report(config.format, slides, search);
+  std::optional<ResultSink> sink;
+  std::vector<std::vector<Hit>> vote_hits;
+  if (comm.rank() == 0) {
+    sink.emplace(config.output);
+    if (!config.mosaic_vote) sink->write(report.begin());
+  }
   for (int64_t q0 = 0; q0 < queries.n; q0 += batch) {
     const int64_t m = std::min(batch, queries.n - q0);
     const auto start = Clock::now();
@@ -274,39 +321,33 @@ int run(const Config& config, Comm& comm) {
     for (int64_t q = 0; q < m; ++q) {
       timing.latency_ms.push_back(1000.0 * s);
       queries.info[q0 + q].latency_ms = 1000.0 * s;
-      hits[q0 + q] = std::move(local[q]);
     }
+    if (comm.rank() != 0) continue;
+    for (int64_t q = 0; q < m; ++q) {
+      if (filter && static_cast<int64_t>(local[q].size()) < config.k) {
+        spdlog::warn("query {}: {} hit(s) of {} asked: fewer vectors match the filter{}", q0 + q,
+                     local[q].size(), config.k,
+                     catalog.default_nprobe > 0 ? " within the probed lists (raise --nprobe)" : "");
+      }
+    }
+    if (!config.mosaic.empty()) write_mosaics(config, queries, q0, local, slides, *lookup);
+    if (config.mosaic_vote) {
+      for (auto& list : local) vote_hits.push_back(std::move(list));
+      continue;
+    }
+    const std::vector<QueryInfo> infos(queries.info.begin() + q0, queries.info.begin() + q0 + m);
+    sink->write(report.batch(q0, infos, local));
   }
   if (comm.rank() != 0) return kExitOk;
-
-  for (int64_t q = 0; q < queries.n; ++q) {
-    if (filter && static_cast<int64_t>(hits[q].size()) < config.k) {
-      spdlog::warn("query {}: {} hit(s) of {} asked: fewer vectors match the filter{}", q,
-                   hits[q].size(), config.k,
-                   catalog.default_nprobe > 0 ? " within the probed lists (raise --nprobe)" : "");
-    }
-  }
-  const nlohmann::json search = {{"index", catalog.index_spec},
-                                 {"metric", catalog.metric},
-                                 {"normalize", catalog.normalize},
-                                 {"shards", K},
-                                 {"ranks", comm.size()},
-                                 {"rows", rows},
-                                 {"k", config.k},
-                                 {"nprobe", params.nprobe},
-                                 {"ef_search", params.ef_search},
-                                 {"filter", config.filter},
-                                 {"matching_rows", matching},
-                                 {"load_s", load_s}};
-  const std::string report =
-      format_report(config.format, queries.info, hits, slides, timing, search);
-  if (config.output.empty()) {
-    std::fwrite(report.data(), 1, report.size(), stdout);
-    std::fflush(stdout);
+  if (config.mosaic_vote) {
+    sink->write(format_vote_report(config.format, config.slide, mosaic,
+                                   vote_slides(vote_hits, slides, catalog.metric == "ip"),
+                                   vote_patients(vote_hits, slides, catalog.metric == "ip"),
+                                   slides, config.k, search));
   } else {
-    atomic_write_file(config.output, report);
+    sink->write(report.end(timing));
   }
-  if (!config.mosaic.empty()) write_mosaics(config, queries, hits, slides, *lookup);
+  sink->commit();
   return kExitOk;
 }
 

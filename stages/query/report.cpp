@@ -65,6 +65,21 @@ std::vector<std::vector<std::string>> report_rows(const std::vector<QueryInfo>& 
   return rows;
 }
 
+namespace {
+
+// `text` (a dump(2)) indented by `spaces` after each line break.
+std::string indented(const std::string& text, int spaces) {
+  const std::string pad(spaces, ' ');
+  std::string out;
+  for (char c : text) {
+    out += c;
+    if (c == '\n') out += pad;
+  }
+  return out;
+}
+
+}  // namespace
+
 nlohmann::json hit_json(const Hit& hit, size_t rank, const VectorSlideTable& slides) {
   nlohmann::json h = nlohmann::json::object();
   h["rank"] = rank;
@@ -89,70 +104,96 @@ nlohmann::json hit_json(const Hit& hit, size_t rank, const VectorSlideTable& sli
   return h;
 }
 
+
+ReportStream::ReportStream(std::string format, const VectorSlideTable& slides,
+                           nlohmann::json search)
+    : format_(std::move(format)),
+      slides_(slides),
+      search_(std::move(search)),
+      columns_(report_columns(slides)) {}
+
+std::string ReportStream::begin() const {
+  if (format_ == "csv") {
+    std::string out;
+    for (size_t c = 0; c < columns_.size(); ++c) out += (c ? "," : "") + csv_field(columns_[c]);
+    return out + "\n";
+  }
+  if (format_ == "json") return "{\n  \"queries\": [";
+  return {};
+}
+
+std::string ReportStream::batch(int64_t first, const std::vector<QueryInfo>& queries,
+                                const std::vector<std::vector<Hit>>& hits) {
+  std::string out;
+  for (size_t i = 0; i < hits.size(); ++i) {
+    const int64_t q = first + static_cast<int64_t>(i);
+    const QueryInfo& info = queries.at(i);
+    if (format_ == "json") {
+      nlohmann::json list = nlohmann::json::array();
+      for (size_t r = 0; r < hits[i].size(); ++r) list.push_back(hit_json(hits[i][r], r + 1, slides_));
+      nlohmann::json entry = {{"query", q}, {"source", info.source},
+                              {"latency_ms", info.latency_ms}, {"hits", std::move(list)}};
+      if (info.patch_id >= 0) entry["patch_id"] = info.patch_id;
+      out += (queries_ ? ",\n    " : "\n    ") + indented(entry.dump(2), 4);
+      ++queries_;
+      continue;
+    }
+    // One query's rows only: memory holds a batch, never the whole report.
+    std::vector<std::vector<std::string>> rows = report_rows({}, {hits[i]}, slides_);
+    for (auto& row : rows) row[0] = std::to_string(q);
+    if (format_ == "csv") {
+      for (const auto& row : rows) {
+        for (size_t c = 0; c < row.size(); ++c) out += (c ? "," : "") + csv_field(row[c]);
+        out += "\n";
+      }
+      continue;
+    }
+    // table: aligned columns (per query), numbers right-aligned, one block per query.
+    std::vector<size_t> width(columns_.size());
+    for (size_t c = 0; c < columns_.size(); ++c) width[c] = columns_[c].size();
+    for (const auto& row : rows) {
+      for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+    }
+    auto line = [&](const std::vector<std::string>& cells) {
+      std::string s;
+      for (size_t c = 0; c < cells.size(); ++c) {
+        const bool text = c == 4 || c == 5 || c >= 10;
+        s += (c ? "  " : "") + (text ? fmt::format("{:<{}}", cells[c], width[c])
+                                     : fmt::format("{:>{}}", cells[c], width[c]));
+      }
+      while (!s.empty() && s.back() == ' ') s.pop_back();
+      return s + "\n";
+    };
+    out += fmt::format("query {}: {} ({} hits, {:.2f} ms)\n", q, info.source, hits[i].size(),
+                       info.latency_ms);
+    out += line(columns_);
+    for (const auto& row : rows) out += line(row);
+    out += "\n";
+  }
+  return out;
+}
+
+std::string ReportStream::end(const Timing& timing) const {
+  const nlohmann::json t = timing.to_json();
+  if (format_ == "csv") return {};
+  if (format_ == "json") {
+    return std::string(queries_ ? "\n  ]" : "]") + ",\n  \"search\": " +
+           indented(search_.dump(2), 2) + ",\n  \"timing\": " + indented(t.dump(2), 2) + "\n}\n";
+  }
+  return fmt::format("{} queries in {:.3f} s: {:.1f} queries/s, latency p50 {:.2f} ms, p99 {:.2f} "
+                     "ms\n",
+                     timing.queries, timing.total_s, t["qps"].get<double>(),
+                     t["latency_ms"]["p50"].get<double>(), t["latency_ms"]["p99"].get<double>());
+}
+
 std::string format_report(const std::string& format, const std::vector<QueryInfo>& queries,
                           const std::vector<std::vector<Hit>>& hits,
                           const VectorSlideTable& slides, const Timing& timing,
                           const nlohmann::json& search) {
-  const std::vector<std::string> columns = report_columns(slides);
-  const auto rows = report_rows(queries, hits, slides);
-  std::string out;
-  if (format == "csv") {
-    for (size_t c = 0; c < columns.size(); ++c) out += (c ? "," : "") + csv_field(columns[c]);
-    out += "\n";
-    for (const auto& row : rows) {
-      for (size_t c = 0; c < row.size(); ++c) out += (c ? "," : "") + csv_field(row[c]);
-      out += "\n";
-    }
-    return out;
-  }
-  if (format == "json") {
-    nlohmann::json j = {{"search", search}, {"timing", timing.to_json()}};
-    j["queries"] = nlohmann::json::array();
-    size_t at = 0;
-    for (size_t q = 0; q < hits.size(); ++q) {
-      nlohmann::json list = nlohmann::json::array();
-      for (size_t r = 0; r < hits[q].size(); ++r, ++at) {
-        nlohmann::json h = hit_json(hits[q][r], r + 1, slides);
-        list.push_back(std::move(h));
-      }
-      const QueryInfo& info = queries.at(q);
-      nlohmann::json entry = {{"query", q}, {"source", info.source}, {"latency_ms", info.latency_ms},
-                              {"hits", list}};
-      if (info.patch_id >= 0) entry["patch_id"] = info.patch_id;
-      j["queries"].push_back(std::move(entry));
-    }
-    return j.dump(2) + "\n";
-  }
-  // table: aligned columns, numbers right-aligned, one block per query.
-  std::vector<size_t> width(columns.size());
-  for (size_t c = 0; c < columns.size(); ++c) width[c] = columns[c].size();
-  for (const auto& row : rows) {
-    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
-  }
-  auto line = [&](const std::vector<std::string>& cells) {
-    std::string s;
-    for (size_t c = 0; c < cells.size(); ++c) {
-      const bool text = c == 4 || c == 5 || c >= 10;
-      s += (c ? "  " : "") + (text ? fmt::format("{:<{}}", cells[c], width[c])
-                                   : fmt::format("{:>{}}", cells[c], width[c]));
-    }
-    while (!s.empty() && s.back() == ' ') s.pop_back();
-    return s + "\n";
-  };
-  size_t at = 0;
-  for (size_t q = 0; q < hits.size(); ++q) {
-    out += fmt::format("query {}: {} ({} hits, {:.2f} ms)\n", q, queries.at(q).source,
-                       hits[q].size(), queries.at(q).latency_ms);
-    out += line(columns);
-    for (size_t r = 0; r < hits[q].size(); ++r) out += line(rows[at++]);
-    out += "\n";
-  }
-  const nlohmann::json t = timing.to_json();
-  out += fmt::format("{} queries in {:.3f} s: {:.1f} queries/s, latency p50 {:.2f} ms, p99 {:.2f} "
-                     "ms\n",
-                     timing.queries, timing.total_s, t["qps"].get<double>(),
-                     t["latency_ms"]["p50"].get<double>(), t["latency_ms"]["p99"].get<double>());
-  return out;
+  ReportStream stream(format, slides, search);
+  std::string out = stream.begin();
+  out += stream.batch(0, queries, hits);  // before end(), which closes what batch() opened
+  return out + stream.end(timing);
 }
 
 }  // namespace tessera::query

@@ -2,6 +2,7 @@
 // score, ids, coordinates and the slide's metadata columns, and a summary of latency and QPS.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -39,7 +40,30 @@ std::vector<std::vector<std::string>> report_rows(const std::vector<QueryInfo>& 
 // metadata columns (NaN floats as null).
 nlohmann::json hit_json(const Hit& hit, size_t rank, const VectorSlideTable& slides);
 
-// `format` is table, csv or json.
+// A report written in pieces as the batches of queries are searched, so that memory holds one
+// batch's hits and rows, never the whole report's: begin(), batch() for each batch in query order,
+// then end(). The JSON pieces concatenate to exactly the document nlohmann::json::dump(2) gives
+// ({"queries": [...], "search": ..., "timing": ...}); CSV is one header then one line per hit;
+// the table has one block per query, its columns aligned within the block. Not thread-safe.
+class ReportStream {
+ public:
+  // `format` is table, csv or json; `search` describes the search (the JSON report's "search").
+  ReportStream(std::string format, const VectorSlideTable& slides, nlohmann::json search);
+  std::string begin() const;
+  // Queries first .. first + hits.size() - 1: queries[i] and hits[i] are query first + i.
+  std::string batch(int64_t first, const std::vector<QueryInfo>& queries,
+                    const std::vector<std::vector<Hit>>& hits);
+  std::string end(const Timing& timing) const;
+
+ private:
+  std::string format_;
+  const VectorSlideTable& slides_;
+  nlohmann::json search_;
+  std::vector<std::string> columns_;
+  int64_t queries_ = 0;  // JSON entries written
+};
+
+// The whole report at once: begin() + batch(0, queries, hits) + end(timing) of a ReportStream.
 std::string format_report(const std::string& format, const std::vector<QueryInfo>& queries,
                           const std::vector<std::vector<Hit>>& hits,
                           const VectorSlideTable& slides, const Timing& timing,

@@ -224,20 +224,21 @@ std::vector<std::vector<Hit>> ShardSet::search(const float* queries, int64_t n,
   const auto& segments = impl_->segments;
   const int k = params.k;
   const int dim = impl_->dim;
-  // results[segment][query]: that segment's best k.
-  std::vector<std::vector<std::vector<Hit>>> results(segments.size(),
-                                                     std::vector<std::vector<Hit>>(n));
+  const int workers = static_cast<int>(
+      std::max<size_t>(1, std::min<size_t>(params.threads, segments.size())));
+  // results[worker][query]: the best k of the segments that worker searched so far.
+  std::vector<std::vector<std::vector<Hit>>> results(workers, std::vector<std::vector<Hit>>(n));
   const int64_t batch = scopes.empty() && params.batch_size == 0 ? std::max<int64_t>(n, 1)
                         : scopes.empty()                         ? params.batch_size
                                                                  : 1;
   std::atomic<size_t> next{0};
   std::vector<std::exception_ptr> errors(segments.size());
-  const int workers = static_cast<int>(
-      std::max<size_t>(1, std::min<size_t>(params.threads, segments.size())));
-  auto work = [&] {
+  auto work = [&](int worker) {
     set_vector_threads(std::max(1, params.threads / workers));
     std::vector<float> scores;
     std::vector<int64_t> ids;
+    std::vector<Hit> found;
+    auto& best = results[worker];
     for (size_t s; (s = next.fetch_add(1)) < segments.size();) {
       try {
         const Segment& seg = segments[s];
@@ -259,7 +260,8 @@ std::vector<std::vector<Hit>> ShardSet::search(const float* queries, int64_t n,
           ids.assign(static_cast<size_t>(m) * k, -1);
           seg.index.search(queries + q0 * dim, m, options, scores.data(), ids.data());
           for (int64_t q = 0; q < m; ++q) {
-            auto& out = results[s][q0 + q];
+            auto& out = found;
+            out.clear();
             for (int j = 0; j < k; ++j) {
               const int64_t id = ids[q * k + j];
               if (id < 0) continue;
@@ -273,6 +275,8 @@ std::vector<std::vector<Hit>> ShardSet::search(const float* queries, int64_t n,
               out.push_back({scores[q * k + j], id, r.slide[row], r.coords[2 * row],
                              r.coords[2 * row + 1], r.tissue[row], seg.shard});
             }
+            auto& kept = best[q0 + q];
+            kept = kept.empty() ? out : merge_hits({kept, out}, k, impl_->higher_is_better);
           }
         }
       } catch (...) {
@@ -281,8 +285,8 @@ std::vector<std::vector<Hit>> ShardSet::search(const float* queries, int64_t n,
     }
   };
   std::vector<std::thread> pool;
-  for (int t = 1; t < workers; ++t) pool.emplace_back(work);
-  work();
+  for (int t = 1; t < workers; ++t) pool.emplace_back(work, t);
+  work(0);
   for (auto& t : pool) t.join();
   for (const auto& e : errors) {
     if (e) std::rethrow_exception(e);
@@ -294,6 +298,11 @@ std::vector<std::vector<Hit>> ShardSet::search(const float* queries, int64_t n,
     merged[q] = merge_hits(lists, k, impl_->higher_is_better);
   }
   return merged;
+}
+
+int64_t query_batch_size(int64_t requested, int64_t queries, int k) {
+  if (requested > 0) return requested;
+  return std::max<int64_t>(1, std::min<int64_t>(queries, kBatchHits / std::max(1, k)));
 }
 
 std::vector<Hit> merge_hits(const std::vector<std::vector<Hit>>& lists, int k,

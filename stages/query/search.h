@@ -81,6 +81,8 @@ class ShardSet {
   // Searches `queries` (n x dim, row-major, normalised as the catalog says) in every loaded shard
   // and returns, per query, the best `params.k` hits over these shards (best first, ties by
   // ascending patch id) restricted by the filter and by `scopes` (one per query, or empty).
+  // Memory: each search thread keeps one running best-k list per query (threads x n x k hits),
+  // whatever the number of shards.
   std::vector<std::vector<Hit>> search(const float* queries, int64_t n,
                                        const std::vector<QueryScope>& scopes,
                                        const SearchParams& params) const;
@@ -89,6 +91,15 @@ class ShardSet {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// The hits one search round may hold when the user does not set --batch-size: a round's memory
+// is about (threads + ranks + 2) x 48 bytes x this, plus its report text, whatever the number of
+// queries.
+inline constexpr int64_t kBatchHits = 65536;
+
+// The queries searched per round: `requested` when > 0, else as many as keep queries x k within
+// kBatchHits (at least 1, at most `queries`).
+int64_t query_batch_size(int64_t requested, int64_t queries, int k);
 
 // Merges per-process hit lists (each best first) into the best k, ties by ascending patch id.
 std::vector<Hit> merge_hits(const std::vector<std::vector<Hit>>& lists, int k,

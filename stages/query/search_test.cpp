@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include "common/store/columns.h"
+#include "stages/query/report.h"
+
 namespace tessera::query {
 namespace {
 
@@ -67,6 +70,20 @@ TEST(FilterColumns, FixedColumnsThenTypedMetadata) {
   EXPECT_EQ(columns.back().type, ColumnType::kInt);
   // The filter language accepts them.
   EXPECT_NO_THROW(Filter::parse("site = lung and age > 60 and tissue >= 0.5", columns));
+}
+
+// Issue 21, case 4: patchgen refuses metadata columns named like these (common/store/columns.h),
+// so the list there must hold every column query gives its rows besides the metadata.
+TEST(BuiltinColumns, EveryColumnQueryFiltersOnOrReportsIsReserved) {
+  const VectorSlideTable no_metadata;
+  for (const auto& c : filter_columns(no_metadata)) {
+    EXPECT_TRUE(is_builtin_column(c.name)) << c.name;
+  }
+  for (const auto& name : report_columns(no_metadata)) {
+    EXPECT_TRUE(is_builtin_column(name)) << name;
+  }
+  EXPECT_TRUE(is_builtin_column("Patch_ID"));
+  EXPECT_FALSE(is_builtin_column("site"));
 }
 
 }  // namespace

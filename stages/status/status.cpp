@@ -23,6 +23,7 @@
 #include "common/core/fs.h"
 #include "common/core/options.h"
 #include "common/core/progress.h"
+#include "common/core/utf8.h"
 #include "common/stage/layout.h"
 #include "common/stage/lineage.h"
 #include "common/stage/marker.h"
@@ -83,7 +84,8 @@ std::optional<nlohmann::json> read_json_noted(const std::string& path, std::stri
   try {
     return read_json_file(path);
   } catch (const std::exception& e) {
-    if (problem.empty()) problem = e.what();
+    // The parser's message quotes the bytes it read: shown escaped when they are not UTF-8.
+    if (problem.empty()) problem = utf8_escaped(e.what());
     return std::nullopt;
   }
 }
@@ -161,10 +163,15 @@ void read_stage_dir(StageStatus& s) {
   }
   s.progress = last_progress(join_path(s.dir, "progress.jsonl"));
 
+  // A run.json that exists but cannot be read: nothing here can be resumed or trusted.
+  const bool run_damaged = !run_json && exists(join_path(s.dir, "run.json"));
+  s.run_json_damaged = run_damaged;
   if (stale) {
     s.state = State::kStale;
   } else if (running) {
     s.state = State::kRunning;
+  } else if (run_damaged) {
+    s.state = State::kIncomplete;
   } else if (success) {
     s.exit_code = json_get<int>(success, "exit_code").value_or(0);
     s.state = *s.exit_code == 0 ? State::kComplete : State::kCompleteWithFailures;
@@ -176,7 +183,7 @@ void read_stage_dir(StageStatus& s) {
     return;
   }
 
-  if (success && !stale) {
+  if (success && !stale && !run_damaged) {
     s.success_status = json_get<std::string>(success, "status").value_or("");
     s.rows = json_get<int64_t>(success, "rows");
     if (!s.rows) s.rows = json_get<int64_t>(success, "patches");
@@ -244,6 +251,7 @@ std::string rerun_command(const std::string& program, const std::string& config_
 // a sibling's with --part/--parts.
 void set_part_next(StageStatus& s, const std::vector<StageStatus>& siblings,
                    const std::string& program) {
+  if (s.run_json_damaged) return;
   if (s.state == State::kIncomplete || s.state == State::kStale) {
     s.next = rerun_command(program, s.dir, s.world_size, {});
     if (s.next.empty() && s.problem.empty()) s.problem = "no config.ini or world size to rerun";
@@ -312,10 +320,30 @@ void scan_ingest(const std::string& run, const std::string& name,
   if (!catalog_problem.empty() && !rows.empty() && rows.front().problem.empty()) {
     rows.front().problem = catalog_problem;
   }
+  // A generation is served only once catalog.json lists it (ingest writes the catalog after the
+  // generation's _SUCCESS): a complete generation that it does not list is not complete, and a
+  // rerun of that generation rebuilds the catalog.
+  std::set<int> listed;
+  if (catalog && catalog->contains("generations") && (*catalog)["generations"].is_array()) {
+    for (const auto& g : (*catalog)["generations"]) {
+      if (g.is_object() && g.contains("generation") && g["generation"].is_number_integer()) {
+        listed.insert(g["generation"].get<int>());
+      }
+    }
+  }
+  for (auto& s : rows) {
+    if (!is_complete(s.state) || listed.count(s.part)) continue;
+    s.state = State::kIncomplete;
+    const std::string why =
+        catalog ? fmt::format("catalog.json does not list generation {}", s.part)
+                : catalog_problem.empty() ? std::string("catalog.json is missing")
+                                          : catalog_problem;
+    s.problem = why + "; query cannot use it: rerun ingest to rebuild the catalog";
+  }
   const std::string gen0 = gens.count(0) ? gens.at(0) : "";
   const std::vector<std::string> names = {"--tag", tag, "--name", name};
   for (auto& s : rows) {
-    if (s.state != State::kIncomplete && s.state != State::kStale) continue;
+    if ((s.state != State::kIncomplete && s.state != State::kStale) || s.run_json_damaged) continue;
     std::vector<std::string> extra = names;
     if (s.part > 0) extra.push_back("--append");  // an interrupted append resumes with --append
     s.next = rerun_command(kIngestStage, s.dir, s.world_size, extra);
@@ -714,7 +742,8 @@ int status_main(const std::vector<std::string>& args, std::ostream& out, std::os
   try {
     RunStatus status = scan_run(values["run"].as<std::string>());
     if (values["json"].as<bool>()) {
-      out << to_json(status).dump(2) << "\n";
+      // Names of files and folders may hold any bytes: shown as U+FFFD, never a failure.
+      out << to_json(status).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     } else if (values["incomplete"].as<bool>()) {
       out << format_incomplete(status);
     } else {

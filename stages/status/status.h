@@ -65,6 +65,7 @@ struct StageStatus {
   std::optional<double> duration_s;  // _SUCCESS end - start, else first marker start - last end
   std::optional<double> rows_per_s;  // rows / duration_s
   std::optional<nlohmann::json> progress;  // last record of progress.jsonl
+  bool run_json_damaged = false;  // run.json exists but cannot be read: no rerun command suggested
   std::string next;     // the command that completes it, "" when none (complete, running)
   std::string problem;  // what could not be read or decided, "" when nothing
 };

@@ -135,7 +135,7 @@ TEST_F(StatusTest, CompleteRunWithIngest) {
   complete("embed/vit-s16", "embed", 2, {{"patches", 7200}, {"slides", 3}});
   start("ingest/vit-s16/gen-00000", "ingest", 2, {{"tag", "vit-s16"}, {"name", "vit-s16"}});
   success("ingest/vit-s16/gen-00000", "ingest", 2, {{"rows", 7200}});
-  write(dir("ingest/vit-s16/catalog.json"), R"({"tag": "vit-s16", "parts_in": [0]})");
+  write(dir("ingest/vit-s16/catalog.json"), R"({"tag": "vit-s16", "parts_in": [0], "generations": [{"generation": 0}]})");
   write(dir("patchgen/progress.jsonl"),
         R"({"label":"extract","rank":0,"part":0,"parts":1,"done":3600,"total":3600,"elapsed_s":8,)"
         R"("rate":450,"eta_s":0,"time":"2026-11-30T10:59:00.000Z"})" "\n");
@@ -330,7 +330,7 @@ TEST_F(StatusTest, IngestAppendDueForPartsNotInTheCatalog) {
   }
   start("ingest/uni-flat/gen-00000", "ingest", 3, {{"tag", "uni"}, {"name", "uni-flat"}});
   success("ingest/uni-flat/gen-00000", "ingest", 3, {{"rows", 5}});
-  write(dir("ingest/uni-flat/catalog.json"), R"({"tag": "uni", "parts_in": [0]})");
+  write(dir("ingest/uni-flat/catalog.json"), R"({"tag": "uni", "parts_in": [0], "generations": [{"generation": 0}]})");
 
   RunStatus s = scan();
   const StageStatus& g0 = find(s, "ingest", 0, "uni-flat");
@@ -356,7 +356,8 @@ TEST_F(StatusTest, IngestAppendDueForPartsNotInTheCatalog) {
 
   // Every part in the catalog: nothing left.
   success("ingest/uni-flat/gen-00001", "ingest", 3, {{"rows", 5}});
-  write(dir("ingest/uni-flat/catalog.json"), R"({"tag": "uni", "parts_in": [0, 1]})");
+  write(dir("ingest/uni-flat/catalog.json"), R"({"tag": "uni", "parts_in": [0, 1], )"
+                                                 R"("generations": [{"generation": 0}, {"generation": 1}]})");
   s = scan();
   EXPECT_EQ(exit_code(s), 0);
   EXPECT_TRUE(s.next.empty());
@@ -430,6 +431,68 @@ TEST_F(StatusTest, DamagedJsonIsAProblemNotACrash) {
   EXPECT_EQ(p.state, State::kIncomplete);
   EXPECT_NE(p.problem.find("_SUCCESS"), std::string::npos) << p.problem;
   EXPECT_NE(format_table(s).find(p.problem), std::string::npos);
+}
+
+// Issue 21, case 15: one non-UTF-8 byte in _SUCCESS, catalog.json or run.json; --json still prints
+// valid JSON, naming the damaged file.
+TEST_F(StatusTest, JsonIsValidAndNamesTheDamageWithNonUtf8Bytes) {
+  for (const char* file : {"_SUCCESS", "catalog.json", "run.json"}) {
+    SCOPED_TRACE(file);
+    fs::remove_all(run_);
+    complete("embed/t", "embed", 1, {{"patches", 5}});
+    start("ingest/t/gen-00000", "ingest", 1, {{"tag", "t"}, {"name", "t"}});
+    success("ingest/t/gen-00000", "ingest", 1, {{"rows", 5}});
+    write(dir("ingest/t/catalog.json"), R"({"tag": "t", "parts_in": [0], "generations": [{"generation": 0}]})");
+    const std::string damaged = std::string(file) == "catalog.json"
+                                    ? dir("ingest/t/catalog.json")
+                                    : dir("ingest/t/gen-00000/") + file;
+    write(damaged, "{\"stage\": \"br\xe9" "ast\"}");
+    std::string out;
+    EXPECT_EQ(main({run_.string(), "--json"}, &out), kExitNotComplete);
+    nlohmann::json j;
+    ASSERT_NO_THROW(j = nlohmann::json::parse(out)) << out;
+    const auto& g0 = j["stages"][1];
+    EXPECT_EQ(g0["stage"], "ingest");
+    EXPECT_NE(g0["state"], "complete");
+    ASSERT_TRUE(g0["problem"].is_string()) << g0.dump();
+    const std::string problem = g0["problem"];
+    EXPECT_NE(problem.find(damaged), std::string::npos) << problem;
+    EXPECT_NE(problem.find("\\xe9"), std::string::npos) << problem;
+    EXPECT_FALSE(j["complete"].get<bool>());
+  }
+  // A folder name that is not UTF-8 is shown, not a failure.
+  fs::remove_all(run_);
+  complete("embed/t\xff", "embed", 1, {{"patches", 5}});
+  std::string out;
+  EXPECT_EQ(main({run_.string(), "--json"}, &out), 0);
+  EXPECT_NO_THROW(nlohmann::json::parse(out)) << out;
+}
+
+// Issue 21, case 12: a deleted catalog.json leaves the index unusable: not complete, and the next
+// command reruns ingest.
+TEST_F(StatusTest, IngestWithoutItsCatalogIsNotComplete) {
+  complete("embed/t", "embed", 2, {{"patches", 5}});
+  for (int g = 0; g < 2; ++g) {
+    const std::string gen = fmt::format("ingest/t/gen-{:05d}", g);
+    start(gen, "ingest", 2, {{"tag", "t"}, {"name", "t"}});
+    success(gen, "ingest", 2, {{"rows", 5}});
+  }
+  RunStatus s = scan();
+  for (int g = 0; g < 2; ++g) {
+    const StageStatus& row = find(s, "ingest", g, "t");
+    EXPECT_EQ(row.state, State::kIncomplete);
+    EXPECT_NE(row.problem.find("catalog.json is missing"), std::string::npos) << row.problem;
+    EXPECT_EQ(row.next, fmt::format("mpirun -np 2 ingest --config {} --tag t --name t{}",
+                                    dir(fmt::format("ingest/t/gen-{:05d}/config.ini", g)),
+                                    g > 0 ? " --append" : ""));
+  }
+  EXPECT_EQ(exit_code(s), kExitNotComplete);
+  // A catalog written before the last generation finished lists only the first.
+  write(dir("ingest/t/catalog.json"), R"({"tag": "t", "parts_in": [0], "generations": [{"generation": 0}]})");
+  s = scan();
+  EXPECT_EQ(find(s, "ingest", 0, "t").state, State::kComplete);
+  EXPECT_EQ(find(s, "ingest", 1, "t").state, State::kIncomplete);
+  EXPECT_NE(find(s, "ingest", 1, "t").problem.find("does not list generation 1"), std::string::npos);
 }
 
 TEST_F(StatusTest, PathsWithSpacesAreQuotedInCommands) {

@@ -364,7 +364,13 @@ TEST(IngestE2E, AnIndexBuiltOnReplacedInputsIsRefusedUntilRebuilt) {
   // --append does not extend it either.
   EXPECT_EQ(run_command(ingest_cmd + " --append", &log), 2) << log;
   EXPECT_NE(log.find("cannot append"), std::string::npos) << log;
-  // Rebuilt, it answers again.
+  // Rebuilt (part 1 embedded with the same model first: one index holds one model), it answers.
+  ASSERT_EQ(run_command(mpirun(2) + kEmbed + " --run " + run +
+                            " --model vit-tiny --seed 1 --batch-size 8 --torch-threads 1 "
+                            "--part 1 --parts 2 --overwrite",
+                            &log),
+            0)
+      << log;
   ASSERT_EQ(run_command(ingest_cmd + " --overwrite", &log), 0) << log;
   ASSERT_EQ(run_command(query_cmd, &log), 0) << log;
 

@@ -173,5 +173,34 @@ TEST_F(IngestRun, AMissingEmbedOutputIsBadInputOnEveryRank) {
   }
 }
 
+// Through the Faults seam (--debug-kill-rank/-after with --debug-fail-io): the last rank fails
+// with an I/O error midway through adding its vectors; every rank ends with exit 1, nothing is
+// taken for complete, and a rerun without the fault redoes only that rank and gives the same
+// shard files as an uninterrupted run.
+TEST_F(IngestRun, AnInjectedIoErrorEndsEveryRankAndARerunFinishesTheSameShards) {
+  const std::vector<std::string> common = {"--shards", "3"};
+  ASSERT_EQ(exit_codes(run_stage_ranks(1, ingest::run, ingest_config(run_dir(), "clean", common))),
+            std::vector<int>{0});
+  for (int ranks = 2; ranks <= 3; ++ranks) {
+    const std::string name = fmt::format("faulty-r{}", ranks);
+    std::vector<std::string> faulty = common;
+    faulty.insert(faulty.end(), {"--debug-kill-rank", std::to_string(ranks - 1),
+                                 "--debug-kill-after", "1", "--debug-fail-io"});
+    const auto outcomes =
+        run_stage_ranks(ranks, ingest::run, ingest_config(run_dir(), name, faulty));
+    expect_job_failed<IoError>(outcomes, kExitError, "injected I/O error");
+    EXPECT_FALSE(path_exists(generation(run_dir(), name) + "/_SUCCESS"));
+    EXPECT_FALSE(path_exists(run_dir() + "/ingest/" + name + "/catalog.json"));
+    const auto rerun = run_stage_ranks(ranks, ingest::run, ingest_config(run_dir(), name, common));
+    ASSERT_EQ(exit_codes(rerun), std::vector<int>(ranks, 0)) << describe(rerun);
+    for (int k = 0; k < 3; ++k) {
+      const std::string shard = fmt::format("/shards/shard-{:05d}/index.faiss", k);
+      EXPECT_TRUE(file_bytes(generation(run_dir(), name) + shard) ==
+                  file_bytes(generation(run_dir(), "clean") + shard))
+          << name << " shard " << k;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tessera::inprocess

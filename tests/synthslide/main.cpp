@@ -8,6 +8,7 @@
 #include "common/core/options.h"
 #include "tests/synthslide/dicom_main.h"
 #include "tests/synthslide/synthslide.h"
+#include "tests/synthslide/tissue_classes.h"
 
 namespace po = boost::program_options;
 
@@ -33,7 +34,12 @@ int main(int argc, char** argv) {
       ("tile-size", po::value(&spec.tile_size)->default_value(spec.tile_size), "TIFF tile size")
       ("jpeg-quality", po::value(&spec.jpeg_quality)->default_value(spec.jpeg_quality),
        "JPEG quality 1..100")
-      ("no-resolution", po::bool_switch(), "write no resolution tags (a slide without mpp)");
+      ("no-resolution", po::bool_switch(), "write no resolution tags (a slide without mpp)")
+      ("tissue-classes", po::value<std::string>(),
+       "labelled tissue: regions by class, e.g. tumour:4,stroma:1,fat:1 (tumour, stroma, fat, "
+       "necrosis)")
+      ("class-mask-out", po::value(&spec.class_mask_path),
+       "write the class mask PNG here (class id 1..4 per mask pixel, 0 background)");
   tessera::synth::add_dicom_options(options, dicom);
   // clang-format on
   try {
@@ -49,6 +55,13 @@ int main(int argc, char** argv) {
     }
     po::notify(vm);
     spec.write_resolution = !vm["no-resolution"].as<bool>();
+    if (vm.count("tissue-classes")) {
+      spec.region_classes =
+          tessera::synth::parse_region_classes(vm["tissue-classes"].as<std::string>());
+    }
+  } catch (const tessera::InvalidInput& e) {
+    std::cerr << "synthslide: " << e.what() << "\n";
+    return tessera::kExitBadInput;
   } catch (const po::error& e) {
     std::cerr << "synthslide: " << e.what() << "\n" << options << "\n";
     return tessera::kExitBadInput;

@@ -1,5 +1,6 @@
 #include "tests/synthslide/synthslide.h"
 
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 #include <tiffio.h>
 #include <unistd.h>
@@ -9,11 +10,13 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <system_error>
 
 #include "common/core/error.h"
 #include "common/slide/png_io.h"
 #include "tests/synthslide/tile_renderer.h"
+#include "tests/synthslide/tissue_classes.h"
 #include "tests/synthslide/tissue_layout.h"
 
 namespace tessera::synth {
@@ -50,6 +53,20 @@ void validate(const SlideSpec& s) {
   if (s.mask_downsample < 1) {
     fail<InvalidInput>("invalid slide spec for '{}': mask downsample {} < 1", s.path,
                        s.mask_downsample);
+  }
+  for (const int c : s.region_classes) {
+    if (c < 1 || c > kTissueClasses) {
+      fail<InvalidInput>("invalid slide spec for '{}': tissue class {} outside 1..{}", s.path, c,
+                         kTissueClasses);
+    }
+  }
+  if (!s.class_mask_path.empty() && s.region_classes.empty()) {
+    fail<InvalidInput>("invalid slide spec for '{}': a class mask needs tissue classes", s.path);
+  }
+  for (const int v : s.stain_offset) {
+    if (v < -64 || v > 64) {
+      fail<InvalidInput>("invalid slide spec for '{}': stain offset {} outside -64..64", s.path, v);
+    }
   }
   const int64_t cells = ((s.width + s.mask_downsample - 1) / s.mask_downsample) *
                         ((s.height + s.mask_downsample - 1) / s.mask_downsample);
@@ -146,8 +163,11 @@ void set_level_tags(const TiffWriter& writer, const SlideSpec& spec, int level, 
             TIFFSetField(tif, TIFFTAG_JPEGQUALITY, spec.jpeg_quality) &&
             TIFFSetField(tif, TIFFTAG_JPEGCOLORMODE, JPEGCOLORMODE_RGB);
   if (ok && level == 0) {
-    const std::string description = fmt::format("tessera synthslide seed={} tissue_fraction={}",
-                                                spec.seed, spec.tissue_fraction);
+    std::string description = fmt::format("tessera synthslide seed={} tissue_fraction={}",
+                                          spec.seed, spec.tissue_fraction);
+    if (!spec.region_classes.empty()) {
+      description += fmt::format(" regions={}", fmt::join(spec.region_classes, ","));
+    }
     ok = TIFFSetField(tif, TIFFTAG_IMAGEDESCRIPTION, description.c_str());
   }
   if (ok && spec.write_resolution) {
@@ -189,7 +209,13 @@ SlideSummary write_slide(const SlideSpec& spec) {
   const TissueLayout layout(spec.width, spec.height, spec.mask_downsample, spec.tissue_fraction,
                             spec.seed);
   summary.tissue_fraction_actual = layout.tissue_fraction();
-  const TileRenderer renderer(layout, spec.width, spec.height, spec.seed);
+  std::optional<ClassMap> classes;
+  if (!spec.region_classes.empty()) {
+    classes.emplace(layout, spec.region_classes, spec.seed);
+    summary.class_fractions = classes->fractions();
+  }
+  const TileRenderer renderer(layout, spec.width, spec.height, spec.seed,
+                              classes ? &*classes : nullptr, spec.stain_offset);
 
   TempFile temp(spec.path + ".partial-" + std::to_string(::getpid()));
   TiffWriter writer(temp.path(), spec.path, summary.bigtiff);
@@ -218,6 +244,7 @@ SlideSummary write_slide(const SlideSpec& spec) {
   if (ec) fail<IoError>("cannot stat written TIFF '{}': {}", spec.path, ec.message());
 
   if (!spec.mask_path.empty()) write_png(spec.mask_path, layout.mask());
+  if (!spec.class_mask_path.empty()) write_png(spec.class_mask_path, classes->mask());
   return summary;
 }
 

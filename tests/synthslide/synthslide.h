@@ -3,6 +3,7 @@
 // tissue ground truth as a coarse PNG mask.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -23,6 +24,11 @@ struct SlideSpec {
   double tissue_fraction = 0.35;  // approximate share of area covered by tissue; 0 = blank slide
   bool write_resolution = true;   // false: no resolution tags (a slide without mpp, for tests)
   bool force_bigtiff = false;     // BigTIFF even when the file is sure to stay below 2 GiB
+  // Labelled tissue (tissue_classes.h): one region per entry, of that class (1..4); empty = the
+  // default unlabelled H&E look, byte-identical to slides made before classes existed.
+  std::vector<int> region_classes;
+  std::string class_mask_path;         // class ground truth PNG (needs region_classes); "" = none
+  std::array<int, 3> stain_offset{};   // RGB offset of class tissue (a patient's stain variation)
 };
 
 struct SlideSummary {
@@ -30,13 +36,16 @@ struct SlideSummary {
   double tissue_fraction_actual = 0.0;                  // share of mask cells that are tissue
   uint64_t bytes = 0;                                   // size of the written TIFF
   bool bigtiff = false;
+  std::array<double, 4> class_fractions{};  // share of tissue cells per class 1..4 (labelled)
 };
 
 // Dimensions of the pyramid for a width x height slide: level l is ceil(width / 2^l) x
 // ceil(height / 2^l); levels are added until the largest dimension of the last one is < 1024.
 std::vector<std::pair<int64_t, int64_t>> level_dimensions(int64_t width, int64_t height);
 
-// Writes the slide described by `spec` (and its mask when spec.mask_path is set).
+// Writes the slide described by `spec` (and its mask when spec.mask_path is set, its class mask
+// when spec.class_mask_path is set: one pixel per mask cell, the class id 1..4 of tissue cells
+// and 0 elsewhere).
 //
 // The TIFF holds one tiled, JPEG-compressed (YCbCr 4:2:0) RGB directory per pyramid level, reduced
 // levels marked SubfileType=REDUCEDIMAGE. With write_resolution, every level carries
@@ -48,7 +57,8 @@ std::vector<std::pair<int64_t, int64_t>> level_dimensions(int64_t width, int64_t
 //
 // Throws InvalidInput for an invalid spec (non-positive or > 2^31 sizes, tile size not a multiple
 // of 16, quality outside 1..100, mpp not positive, tissue fraction outside [0, 1], mask grid over
-// 2^28 pixels) and IoError naming the file when writing fails; no partial file is left at
+// 2^28 pixels, a class outside 1..4, a class mask without classes, a stain offset outside
+// -64..64) and IoError naming the file when writing fails; no partial file is left at
 // spec.path then.
 SlideSummary write_slide(const SlideSpec& spec);
 

@@ -38,6 +38,7 @@ enum Salt : uint64_t {
   kSaltPick = 0x1b00,
   kSaltNucleus = 0x2c00,
   kSaltHole = 0x3d00,
+  kSaltClass = 0x4f00,
 };
 
 // Tileable value noise on a period x period grid with lattice spacing (step_x, step_y), which must
@@ -85,6 +86,7 @@ inline void put(uint8_t* px, int r, int g, int b) {
 // A level-0 coordinate along one axis and everything derived from it alone.
 struct AxisInfo {
   AxisSample field;
+  int64_t pos = 0;     // the level-0 coordinate
   int32_t stroma = 0;  // texture index contribution (rows premultiplied by the period)
   int32_t nucleus_cell = 0;
   int32_t nucleus_offset = 0;
@@ -95,6 +97,7 @@ struct AxisInfo {
 inline AxisInfo axis_info(const TissueLayout& layout, int64_t p, bool is_row) {
   AxisInfo a;
   a.field = is_row ? layout.axis_sample_y(p) : layout.axis_sample_x(p);
+  a.pos = p;
   a.stroma = static_cast<int32_t>((p & (kStromaPeriod - 1)) * (is_row ? kStromaPeriod : 1));
   a.nucleus_cell = static_cast<int32_t>(p / kNucleusCell);
   a.nucleus_offset = static_cast<int32_t>(p % kNucleusCell);
@@ -154,8 +157,12 @@ class TissueShader {
   TissueShader(const TissueLayout& layout, const std::vector<uint8_t>& stroma_texture,
                const std::vector<uint8_t>& density_texture, uint64_t seed, int64_t width,
                int64_t height, const AxisInfo& first_col, const AxisInfo& last_col,
-               const AxisInfo& first_row, const AxisInfo& last_row, bool all_tissue, int64_t pixels)
+               const AxisInfo& first_row, const AxisInfo& last_row, bool all_tissue, int64_t pixels,
+               const ClassMap* classes, const std::array<int, 3>& stain)
       : layout_(layout),
+        classes_(classes),
+        stain_(stain),
+        class_key_(salted(seed, kSaltClass)),
         stroma_texture_(stroma_texture),
         density_texture_(density_texture),
         threshold_(static_cast<float>(layout.threshold())),
@@ -167,6 +174,7 @@ class TissueShader {
         nx0_(first_col.nucleus_cell),
         ny0_(first_row.nucleus_cell),
         nnx_(last_col.nucleus_cell - nx0_ + 1) {
+    if (classes_ != nullptr) return;  // class tissue has neither legacy holes nor nuclei
     const int32_t nhy = last_row.hole_cell - hy0_ + 1;
     holes_.resize(static_cast<size_t>(nhx_) * nhy);
     const uint64_t hole_key = salted(seed, kSaltHole);
@@ -193,6 +201,11 @@ class TissueShader {
   // writes nothing) if it is background. `lum` is the pixel's luminance noise in -6..6.
   bool shade(const AxisInfo& col, const AxisInfo& row, int lum, uint8_t* px) const {
     if (!all_tissue_ && !(layout_.interpolate(col.field, row.field) > threshold_)) return false;
+    if (classes_ != nullptr) {
+      shade_class(classes_->class_at(col.pos, row.pos), col.pos, row.pos, lum,
+                  stroma_texture_[row.stroma + col.stroma], class_key_, stain_, px);
+      return true;
+    }
     if (any_hole_) {
       const Hole& hole =
           holes_[static_cast<size_t>(row.hole_cell - hy0_) * nhx_ + (col.hole_cell - hx0_)];
@@ -252,6 +265,9 @@ class TissueShader {
   }
 
   const TissueLayout& layout_;
+  const ClassMap* classes_;
+  std::array<int, 3> stain_;
+  uint64_t class_key_;
   const std::vector<uint8_t>& stroma_texture_;
   const std::vector<uint8_t>& density_texture_;
   float threshold_;
@@ -266,8 +282,14 @@ class TissueShader {
 
 }  // namespace
 
-TileRenderer::TileRenderer(const TissueLayout& layout, int64_t width, int64_t height, uint64_t seed)
-    : layout_(layout), width_(width), height_(height), seed_(seed) {
+TileRenderer::TileRenderer(const TissueLayout& layout, int64_t width, int64_t height, uint64_t seed,
+                           const ClassMap* classes, const std::array<int, 3>& stain)
+    : layout_(layout),
+      classes_(classes),
+      stain_(stain),
+      width_(width),
+      height_(height),
+      seed_(seed) {
   std::vector<double> stroma(static_cast<size_t>(kStromaPeriod) * kStromaPeriod, 0.0);
   add_periodic_noise(salted(seed, kSaltStroma + 0), kStromaPeriod, 64, 16, 0.45, &stroma);
   add_periodic_noise(salted(seed, kSaltStroma + 1), kStromaPeriod, 16, 4, 0.35, &stroma);
@@ -336,7 +358,7 @@ void TileRenderer::render(int level, int64_t level_width, int64_t level_height, 
 
   const TissueShader shader(layout_, stroma_texture_, density_texture_, seed_, width_, height_,
                             first_col, last_col, first_row, last_row, all,
-                            int64_t{cols_inside} * rows_inside);
+                            int64_t{cols_inside} * rows_inside, classes_, stain_);
   // On reduced levels each column and row gets kJitterVariants random level-0 positions within
   // its footprint and each pixel picks one of each at random: colour averages are unbiased and
   // there are no row or column streaks, at the cost of table lookups only.

@@ -7,17 +7,22 @@
 // inside tissue and count as tissue in the ground truth.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
+#include "tests/synthslide/tissue_classes.h"
 #include "tests/synthslide/tissue_layout.h"
 
 namespace tessera::synth {
 
 class TileRenderer {
  public:
-  // `layout` must outlive the renderer. width x height are the level-0 dimensions.
-  TileRenderer(const TissueLayout& layout, int64_t width, int64_t height, uint64_t seed);
+  // `layout` must outlive the renderer. width x height are the level-0 dimensions. With
+  // `classes` (which must outlive the renderer too), tissue is drawn by class (shade_class, with
+  // the `stain` offset) instead of the default H&E look; without, the output is as before.
+  TileRenderer(const TissueLayout& layout, int64_t width, int64_t height, uint64_t seed,
+               const ClassMap* classes = nullptr, const std::array<int, 3>& stain = {0, 0, 0});
 
   // Fills `rgb` (tile_size * tile_size * 3 bytes, interleaved RGB) with the tile whose top-left
   // pixel is (tile_x, tile_y) in level `level` coordinates, where level l is the slide reduced by
@@ -29,6 +34,8 @@ class TileRenderer {
 
  private:
   const TissueLayout& layout_;
+  const ClassMap* classes_;
+  std::array<int, 3> stain_;
   int64_t width_;
   int64_t height_;
   uint64_t seed_;

@@ -1,0 +1,165 @@
+#include "stages/ingest/slide_index.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
+
+#include "common/core/error.h"
+#include "common/core/fs.h"
+#include "common/core/hash.h"
+#include "common/stage/layout.h"
+#include "common/stage/skeleton.h"
+#include "common/vector/catalog.h"
+#include "common/vector/vector_index.h"
+#include "stages/aggregate/aggregate.h"
+#include "common/store/slide_vectors.h"
+
+namespace tessera::ingest {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// The aggregate outputs under RUN/aggregate that hold a cohort file of `level`.
+std::string resolve_source(const Config& config) {
+  const RunLayout layout(config.run);
+  if (!config.slides.empty()) return layout.stage_root(kAggregateStage, config.slides);
+  std::vector<std::string> names;
+  for (const auto& name : layout.names(kAggregateStage)) {
+    const fs::path dir = layout.stage_root(kAggregateStage, name);
+    if (path_exists((dir / cohort_file_name(config.level)).string())) names.push_back(name);
+  }
+  if (names.size() != 1) {
+    fail<InvalidInput>("'{}' holds {} aggregate outputs at {} level ({}): name one with --slides",
+                       (fs::path(layout.run()) / kAggregateStage).string(), names.size(),
+                       config.level, fmt::join(names, ", "));
+  }
+  return layout.stage_root(kAggregateStage, names.front());
+}
+
+class SlideIndexWork final : public StageWork {
+ public:
+  SlideIndexWork(const Config& config, std::string source, std::string dir)
+      : config_(config), source_(std::move(source)), dir_(std::move(dir)) {}
+
+  std::optional<int> setup(Comm&, StageAction) override { return std::nullopt; }
+
+  RankResult rank_work(const RankContext& context) override {
+    RankResult result;
+    if (context.rank != 0) return result;  // one index, built by rank 0
+    CohortVectors cohort =
+        read_cohort_vectors((fs::path(source_) / cohort_file_name(config_.level)).string());
+    if (cohort.level != config_.level) {
+      fail<InvalidInput>("'{}' holds {}-level vectors, not {}-level", source_, cohort.level,
+                         config_.level);
+    }
+    const auto n = static_cast<int64_t>(cohort.size());
+    if (n == 0) fail<InvalidInput>("'{}' holds no vectors: nothing to index", source_);
+    if (config_.normalize) l2_normalize(cohort.features.data(), n, cohort.dim);
+    VectorIndex index = VectorIndex::create(config_.index, cohort.dim, parse_metric(config_.metric));
+    if (!index.is_trained()) index.train(cohort.features.data(), n);
+    std::vector<int64_t> ids(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) ids[i] = i;
+    index.add(cohort.features.data(), ids.data(), n);
+    index.write(context.staging_path("vectors.faiss"));
+    write_cohort_vectors(context.staging_path("entries.h5"), cohort);
+    result.outputs = {"vectors.faiss", "entries.h5"};
+    result.fields = {{"rows", n}, {"output_dim", cohort.dim}, {"encoder", cohort.encoder}};
+    return result;
+  }
+
+  nlohmann::json finish(Comm& comm, const std::vector<nlohmann::json>& markers) override {
+    if (comm.rank() != 0) return {};
+    const nlohmann::json& m = markers.at(0);  // also after a resume, when rank_work did not run
+    const nlohmann::json catalog = {
+        {"format_version", kSlideCatalogFormatVersion},
+        {"level", config_.level},
+        {"source", fs::relative(source_, dir_).string()},
+        {"index", config_.index},
+        {"metric", config_.metric},
+        {"normalize", config_.normalize},
+        {"dim", m.at("output_dim")},
+        {"rows", m.at("rows")},
+        {"encoder", m.at("encoder")},
+        {"index_file", "vectors.faiss"},
+        {"entries_file", "entries.h5"}};
+    atomic_write_file((fs::path(dir_) / kSlideCatalogFile).string(), catalog.dump(2) + "\n");
+    spdlog::info("ingest: {} {} vectors of dimension {} indexed ({}) in '{}'",
+                 m.at("rows").get<int64_t>(), config_.level, m.at("output_dim").get<int>(),
+                 config_.index, dir_);
+    return {{"level", config_.level}, {"rows", m.at("rows")}, {"source", source_}};
+  }
+
+ private:
+  const Config& config_;
+  std::string source_;
+  std::string dir_;
+};
+
+}  // namespace
+
+std::string SlideCatalog::path(const std::string& relative) const {
+  return (fs::path(dir) / relative).lexically_normal().string();
+}
+
+bool has_slide_catalog(const std::string& dir) {
+  return path_exists((fs::path(dir) / kSlideCatalogFile).string());
+}
+
+SlideCatalog load_slide_catalog(const std::string& dir) {
+  const std::string file = (fs::path(dir) / kSlideCatalogFile).string();
+  const auto j = read_json_file(file);
+  if (!j) {
+    fail<InvalidInput>("'{}' has no {}: run ingest --level slide (or patient) first", dir,
+                       kSlideCatalogFile);
+  }
+  SlideCatalog c;
+  c.dir = dir;
+  try {
+    if (j->at("format_version").get<int64_t>() != kSlideCatalogFormatVersion) {
+      fail<IoError>("'{}' is of format version {}, not {}", file,
+                    j->at("format_version").get<int64_t>(), kSlideCatalogFormatVersion);
+    }
+    c.level = j->at("level").get<std::string>();
+    c.source = j->at("source").get<std::string>();
+    c.index_spec = j->at("index").get<std::string>();
+    c.metric = j->at("metric").get<std::string>();
+    c.normalize = j->at("normalize").get<bool>();
+    c.dim = j->at("dim").get<int>();
+    c.rows = j->at("rows").get<int64_t>();
+    c.encoder = j->at("encoder").get<std::string>();
+    c.index_file = j->at("index_file").get<std::string>();
+    c.entries_file = j->at("entries_file").get<std::string>();
+  } catch (const nlohmann::json::exception& e) {
+    fail<IoError>("'{}' is malformed: {}", file, e.what());
+  }
+  return c;
+}
+
+int run_slide_level(const Config& config, Comm& comm) {
+  const std::string source = decided_by_root(comm, [&] { return resolve_source(config); });
+  const std::string name = config.name.empty() ? fs::path(source).filename().string() : config.name;
+  const std::string dir = RunLayout(config.run).stage_root(kIngestStage, name);
+  decided_by_root(comm, [&] {
+    if (path_exists((fs::path(dir) / kCatalogFile).string())) {
+      fail<InvalidInput>("'{}' holds a patch-level index (catalog.json): give another --name",
+                         dir);
+    }
+    parse_metric(config.metric);
+    return std::string();
+  });
+  const std::optional<FileLock> lock = hold_input(comm, source, config.stage);
+  const nlohmann::json source_run = check_stage_input(comm, source, config.stage.verify);
+  const std::string fingerprint =
+      sha256_hex(config.fingerprint_ini + "slides = " +
+                 source_run.value("config_fingerprint", "") + "\n");
+  SlideIndexWork work(config, source, dir);
+  StageRun run{kIngestStage, dir, config.config_ini, fingerprint, config.stage,
+               {{"level", config.level}, {"slides", fs::path(source).filename().string()}},
+               {config.run, {source}}};
+  return run_stage(comm, run, work);
+}
+
+}  // namespace tessera::ingest

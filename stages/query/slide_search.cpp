@@ -1,0 +1,270 @@
+#include "stages/query/slide_search.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "common/core/error.h"
+#include "common/core/fs.h"
+#include "common/vector/vector_index.h"
+#include "common/store/slide_vectors.h"
+#include "common/store/slide_features.h"
+#include "stages/ingest/slide_index.h"
+
+namespace tessera::query {
+
+namespace {
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+// Rows as an aligned table (columns listed in `left` are left-aligned), CSV, or (for JSON) a list
+// of objects.
+std::string table_text(const std::vector<std::string>& columns,
+                       const std::vector<std::vector<std::string>>& rows, size_t first_left) {
+  std::vector<size_t> width(columns.size());
+  for (size_t c = 0; c < columns.size(); ++c) width[c] = columns[c].size();
+  for (const auto& row : rows) {
+    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+  }
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string s;
+    for (size_t c = 0; c < cells.size(); ++c) {
+      s += (c ? "  " : "") + (c >= first_left ? fmt::format("{:<{}}", cells[c], width[c])
+                                              : fmt::format("{:>{}}", cells[c], width[c]));
+    }
+    while (!s.empty() && s.back() == ' ') s.pop_back();
+    return s + "\n";
+  };
+  std::string out = line(columns);
+  for (const auto& row : rows) out += line(row);
+  return out;
+}
+
+std::string csv_text(const std::vector<std::string>& columns,
+                     const std::vector<std::vector<std::string>>& rows) {
+  std::string out;
+  for (size_t c = 0; c < columns.size(); ++c) out += (c ? "," : "") + csv_field(columns[c]);
+  out += "\n";
+  for (const auto& row : rows) {
+    for (size_t c = 0; c < row.size(); ++c) out += (c ? "," : "") + csv_field(row[c]);
+    out += "\n";
+  }
+  return out;
+}
+
+nlohmann::json json_rows(const std::vector<std::string>& columns,
+                         const std::vector<std::vector<std::string>>& rows, size_t numeric) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& row : rows) {
+    nlohmann::json o = nlohmann::json::object();
+    for (size_t c = 0; c < columns.size(); ++c) {
+      o[columns[c]] = c < numeric ? nlohmann::json::parse(row[c]) : nlohmann::json(row[c]);
+    }
+    list.push_back(std::move(o));
+  }
+  return list;
+}
+
+class ExcludeRows final : public IdFilter {
+ public:
+  explicit ExcludeRows(std::vector<uint8_t> excluded) : excluded_(std::move(excluded)) {}
+  bool allows(int64_t id) const override {
+    return id >= 0 && id < static_cast<int64_t>(excluded_.size()) && !excluded_[id];
+  }
+
+ private:
+  std::vector<uint8_t> excluded_;
+};
+
+std::string similar_report(const Config& config) {
+  const ingest::SlideCatalog catalog = ingest::load_slide_catalog(config.index);
+  const bool by_slide = !config.similar_slide.empty();
+  const std::string want = by_slide ? "slide" : "patient";
+  const std::string& id = by_slide ? config.similar_slide : config.similar_patient;
+  if (catalog.level != want) {
+    fail<InvalidInput>("'{}' is a {}-level index: --similar-{} needs one made by ingest --level {}",
+                       config.index, catalog.level, want, want);
+  }
+  const CohortVectors entries = read_cohort_vectors(catalog.path(catalog.entries_file));
+  const int64_t row = entries.find(id);
+  if (row < 0) {
+    for (size_t s = 0; s < entries.skipped_ids.size(); ++s) {
+      if (entries.skipped_ids[s] == id) {
+        fail<InvalidInput>("{} '{}' has no vector in '{}': {}", want, id, config.index,
+                           entries.skipped_reasons[s]);
+      }
+    }
+    fail<InvalidInput>("unknown {} '{}': '{}' has no such id", want, id, config.index);
+  }
+  const VectorIndex index = VectorIndex::read(catalog.path(catalog.index_file), false);
+  if (index.dim() != entries.dim || index.size() != static_cast<int64_t>(entries.size())) {
+    fail<IoError>("'{}' does not match '{}' (dimension or rows): rerun ingest",
+                  catalog.path(catalog.index_file), catalog.path(catalog.entries_file));
+  }
+  std::vector<uint8_t> excluded(entries.size(), 0);
+  excluded[row] = 1;
+  const std::string& patient = entries.patient_id[row];
+  if (config.exclude_same_patient && !patient.empty()) {
+    for (size_t i = 0; i < entries.size(); ++i) excluded[i] |= entries.patient_id[i] == patient;
+  }
+  const ExcludeRows filter(excluded);
+  const auto allowed = static_cast<int64_t>(std::count(excluded.begin(), excluded.end(), 0));
+  const int k = static_cast<int>(std::min<int64_t>(config.k, allowed));
+  std::vector<float> scores(static_cast<size_t>(std::max(k, 1)));
+  std::vector<int64_t> ids(static_cast<size_t>(std::max(k, 1)), -1);
+  if (k > 0) {
+    SearchOptions options;
+    options.k = k;
+    options.filter = &filter;
+    index.search(entries.features.data() + row * entries.dim, 1, options, scores.data(),
+                 ids.data());
+  }
+  std::vector<std::string> columns = {"rank", "score", want + "_id", "patient_id", "n_patches",
+                                      "slides"};
+  for (const auto& c : entries.label_columns) columns.push_back(c);
+  std::vector<std::vector<std::string>> rows;
+  for (int r = 0; r < k; ++r) {
+    if (ids[r] < 0) break;
+    const auto i = static_cast<size_t>(ids[r]);
+    std::vector<std::string> cells = {std::to_string(r + 1), fmt::format("{:.6g}", scores[r]),
+                                      entries.ids[i], entries.patient_id[i],
+                                      std::to_string(entries.n_patches[i]), entries.slides[i]};
+    for (const auto& values : entries.labels) cells.push_back(values[i]);
+    rows.push_back(std::move(cells));
+  }
+  nlohmann::json labels = nlohmann::json::object();
+  for (size_t c = 0; c < entries.label_columns.size(); ++c) {
+    labels[entries.label_columns[c]] = entries.labels[c][row];
+  }
+  if (config.format == "csv") return csv_text(columns, rows);
+  if (config.format == "json") {
+    const nlohmann::json j = {
+        {"query", {{"level", want}, {"id", id}, {"patient_id", patient}, {"labels", labels}}},
+        {"search",
+         {{"index", catalog.index_spec},
+          {"metric", catalog.metric},
+          {"normalize", catalog.normalize},
+          {"encoder", catalog.encoder},
+          {"rows", entries.size()},
+          {"k", config.k},
+          {"exclude_same_patient", config.exclude_same_patient}}},
+        {"hits", json_rows(columns, rows, 2)}};
+    return j.dump(2) + "\n";
+  }
+  std::string head = fmt::format("{} {}", want, id);
+  if (!patient.empty() && by_slide) head += fmt::format(" (patient {})", patient);
+  for (const auto& [key, value] : labels.items()) {
+    head += fmt::format(", {} = {}", key, value.get<std::string>());
+  }
+  return fmt::format("nearest {}s of {} ({} of {} {}s searched, {} {}):\n", want, head, allowed,
+                     entries.size(), want, catalog.index_spec, catalog.metric) +
+         table_text(columns, rows, 2);
+}
+
+}  // namespace
+
+int run_similar(const Config& config, Comm& comm) {
+  const std::string report = decided_by_root(comm, [&] { return similar_report(config); });
+  if (comm.rank() != 0) return kExitOk;
+  if (config.output.empty()) {
+    std::fwrite(report.data(), 1, report.size(), stdout);
+    std::fflush(stdout);
+  } else {
+    atomic_write_file(config.output, report);
+  }
+  return kExitOk;
+}
+
+SlideMosaic slide_mosaic(const Catalog& catalog, const std::string& slide_id,
+                         const MosaicRule& rule) {
+  for (const auto& source : catalog.sources) {
+    const std::string path = catalog.path(source.embed_dir + "/features/" + slide_id + ".h5");
+    if (!path_exists(path)) continue;
+    const SlideFeatures f = read_slide_features(path);
+    if (f.rows == 0) fail<InvalidInput>("slide '{}' has no patches: no mosaic to search", slide_id);
+    if (f.dim != catalog.dim) {
+      fail<IoError>("'{}' holds features of dimension {}, the index {}", path, f.dim, catalog.dim);
+    }
+    SlideMosaic m;
+    for (const int64_t r : pick_mosaic(f.features, f.rows, f.dim, rule)) {
+      m.patches.push_back({-1, f.coords[2 * r], f.coords[2 * r + 1]});
+      m.vectors.insert(m.vectors.end(), f.features.begin() + r * f.dim,
+                       f.features.begin() + (r + 1) * f.dim);
+    }
+    return m;
+  }
+  fail<InvalidInput>("slide '{}' has no per-slide feature file in the embed outputs of '{}' (not "
+                     "ingested, or without patches)",
+                     slide_id, catalog.dir);
+}
+
+std::string format_vote_report(const std::string& format, const std::string& slide,
+                               const std::vector<MosaicPatch>& mosaic,
+                               const std::vector<Vote>& slides_ranked,
+                               const std::vector<Vote>& patients_ranked,
+                               const VectorSlideTable& table, int k,
+                               const nlohmann::json& search) {
+  std::vector<std::string> slide_columns = {"rank", "votes", "best_score", "slide_id",
+                                            "patient_id"};
+  for (const auto& m : table.metadata) slide_columns.push_back(m.name);
+  std::vector<std::vector<std::string>> slide_rows, patient_rows;
+  for (size_t r = 0; r < slides_ranked.size() && static_cast<int>(r) < k; ++r) {
+    const Vote& v = slides_ranked[r];
+    std::vector<std::string> cells = {std::to_string(r + 1), std::to_string(v.votes),
+                                      fmt::format("{:.6g}", v.best_score), v.id, v.patient_id};
+    for (const auto& m : table.metadata) cells.push_back(m.text(v.slide));
+    slide_rows.push_back(std::move(cells));
+  }
+  const std::vector<std::string> patient_columns = {"rank", "votes", "best_score", "patient_id"};
+  for (size_t r = 0; r < patients_ranked.size() && static_cast<int>(r) < k; ++r) {
+    const Vote& v = patients_ranked[r];
+    patient_rows.push_back({std::to_string(r + 1), std::to_string(v.votes),
+                            fmt::format("{:.6g}", v.best_score), v.id});
+  }
+  if (format == "csv") {
+    // One table: slides, then patients, told apart by the first column.
+    std::vector<std::string> columns = {"ranking"};
+    columns.insert(columns.end(), slide_columns.begin(), slide_columns.end());
+    std::vector<std::vector<std::string>> rows;
+    for (auto row : slide_rows) {
+      row.insert(row.begin(), "slide");
+      rows.push_back(std::move(row));
+    }
+    for (const auto& p : patient_rows) {
+      std::vector<std::string> row = {"patient", p[0], p[1], p[2], "", p[3]};
+      row.resize(columns.size());
+      rows.push_back(std::move(row));
+    }
+    return csv_text(columns, rows);
+  }
+  if (format == "json") {
+    nlohmann::json patches = nlohmann::json::array();
+    for (const auto& p : mosaic) {
+      patches.push_back({{"patch_id", p.patch_id}, {"x", p.x}, {"y", p.y}});
+    }
+    const nlohmann::json j = {{"query", {{"slide_id", slide}, {"mosaic", patches}}},
+                              {"search", search},
+                              {"slides", json_rows(slide_columns, slide_rows, 3)},
+                              {"patients", json_rows(patient_columns, patient_rows, 3)}};
+    return j.dump(2) + "\n";
+  }
+  std::string out = fmt::format(
+      "slide {}: a mosaic of {} patches searched; slides and patients ranked by votes (one per "
+      "mosaic patch whose top {} holds them; ties by best score)\n",
+      slide, mosaic.size(), search.value("k", k));
+  out += table_text(slide_columns, slide_rows, 3) + "\n";
+  out += table_text(patient_columns, patient_rows, 3);
+  return out;
+}
+
+}  // namespace tessera::query
