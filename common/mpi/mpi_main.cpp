@@ -2,6 +2,7 @@
 
 #include "common/mpi/mpi_comm.h"
 
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 
@@ -63,8 +64,40 @@ std::optional<RankFailure> agree_on_failure(Comm& comm, const std::optional<Rank
   return RankFailure{std::stoi(bytes.substr(0, newline)), bytes.substr(newline + 1)};
 }
 
+namespace {
+
+// --version and --help need no MPI: they are answered before MPI_Init, which is most of a short
+// run's start-up. Returns nullopt when the arguments ask for something else or do not parse (the
+// collective path then reports the error). Under mpirun only the first rank prints.
+std::optional<int> answer_without_mpi(int argc, char** argv, const std::string& usage,
+                                      OptionTable table) {
+  po::options_description common("General");
+  add_common_options(common);
+  table.add(common, OptionKind::kRunControl);
+  ParsedOptions parsed;
+  try {
+    parsed = parse_options(table.description(), std::vector<std::string>(argv + 1, argv + argc));
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  if (!parsed.version && !parsed.help && !parsed.help_all) return std::nullopt;
+  const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
+  if (rank == nullptr || std::string(rank) == "0") {
+    const std::string program =
+        argc > 0 ? std::filesystem::path(argv[0]).filename().string() : std::string("tessera");
+    std::cout << (parsed.version ? version_text(program)
+                                 : help_text(usage, table.help_description(parsed.help_all)));
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
 int mpi_main(int argc, char** argv, const std::string& usage, OptionTable table,
              const StageSetup& setup) {
+  if (const std::optional<int> answered = answer_without_mpi(argc, argv, usage, table)) {
+    return *answered;
+  }
   MpiSession session(&argc, &argv);
   const std::string program =
       argc > 0 ? std::filesystem::path(argv[0]).filename().string() : std::string("tessera");

@@ -10,6 +10,8 @@ add_library(tessera_embed_model STATIC
   ${_tessera_model_dir}/preset.cpp
 )
 target_link_libraries(tessera_embed_model PUBLIC tessera_core PRIVATE ${TORCH_LIBRARIES})
+target_compile_definitions(tessera_embed_model PRIVATE
+  TESSERA_SOURCE_MODELS_DIR="${PROJECT_SOURCE_DIR}/configs/models")
 
 if(TESSERA_BUILD_TESTS)
   # The TorchScript test models are made at build time by PyTorch itself (Debian: python3-torch).

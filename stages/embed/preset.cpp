@@ -121,11 +121,9 @@ double parse_positive_double(const std::string& path, const std::string& key,
   return value;
 }
 
-// The source tree's configs/models, from this file's path (stages/embed/preset.cpp).
-std::filesystem::path source_models_dir() {
-  return std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "configs" /
-         "models";
-}
+// The source tree's configs/models, as CMake names it (not from __FILE__, which a compiler
+// cache or a relative build may shorten to a path relative to the build folder).
+std::filesystem::path source_models_dir() { return TESSERA_SOURCE_MODELS_DIR; }
 
 }  // namespace
 

@@ -150,6 +150,11 @@ TEST(RecoveryE2E, InterruptedAndDamagedIngestOutputsAreFinishedByReruns) {
   EXPECT_NE(run_command(ingest(2, "--append --debug-kill-rank 1 --debug-kill-after 1"), &log), 0)
       << log;
   ASSERT_FALSE(fs::exists(index_dir() + "/gen-00001/_SUCCESS"));
+  // The killed rank holds its shards in memory until the end (ingest's memory per shard), so
+  // what a job killed later leaves staged is put there by hand: a dead job's temporary.
+  fs::create_directories(index_dir() + "/gen-00001/shards/shard-00001");
+  write_text(index_dir() + "/gen-00001/shards/shard-00001/index.faiss.tmp.deadbeefdeadbeef",
+             std::string(4096, 'x'));
   EXPECT_FALSE(temporaries(index_dir() + "/gen-00001").empty());
   EXPECT_EQ(run_every_next_command(), 1u);
   const nlohmann::json grown = catalog();

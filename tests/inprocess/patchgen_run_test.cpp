@@ -85,8 +85,9 @@ TEST_F(PatchgenRun, AManifestNamingAMissingSlideEndsEveryRankWithBadInputBeforeW
     patchgen::Config c = config(run);
     c.manifest = manifest;
     const auto outcomes = run_stage_ranks(ranks, patchgen::run, c);
-    EXPECT_EQ(exit_codes(outcomes), std::vector<int>(ranks, kExitBadInput)) << describe(outcomes);
-    EXPECT_EQ(describe(outcomes), "") << "a collective outcome is returned, not thrown";
+    // Rank 0 validates; its InvalidInput reaches every rank (decided_by_root), none is aborted.
+    expect_job_failed<InvalidInput>(outcomes, kExitBadInput, "nowhere.tif");
+    for (const auto& o : outcomes) EXPECT_FALSE(threw<CommAborted>(o)) << describe(outcomes);
     EXPECT_FALSE(path_exists(run + "/patchgen")) << "something was written";
   }
 }
