@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstring>
 #include <ctime>
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <mutex>
@@ -203,6 +204,17 @@ std::optional<uint64_t> file_size(const std::string& path) {
   }
   if (!S_ISREG(st.st_mode)) fail<IoError>("cannot take the size of '{}': not a regular file", path);
   return static_cast<uint64_t>(st.st_size);
+}
+
+std::vector<std::string> list_subdirectories(const std::string& dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code ec2;
+    if (it->is_directory(ec2)) names.push_back(it->path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
 }
 
 bool path_exists(const std::string& path) {

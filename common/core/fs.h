@@ -41,6 +41,10 @@ std::optional<nlohmann::json> read_json_file(const std::string& path);
 // Size of a regular file in bytes, or nullopt when it does not exist.
 std::optional<uint64_t> file_size(const std::string& path);
 
+// The names of the directories directly under `dir` (following links), sorted; empty when `dir`
+// does not exist or cannot be listed. Never throws.
+std::vector<std::string> list_subdirectories(const std::string& dir);
+
 // Whether `path` exists (following links). Throws IoError naming the path when that cannot be
 // told (permissions, a name too long), where std::filesystem::exists would throw its own error.
 bool path_exists(const std::string& path);

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "common/core/error.h"
+#include "common/core/fs.h"
 
 namespace tessera {
 
@@ -25,25 +26,9 @@ std::optional<int> fixed_digits(std::string_view text, size_t digits) {
   return value;
 }
 
-bool is_dir(const std::string& path) {
-  std::error_code ec;
-  return fs::is_directory(path, ec);
-}
-
 bool exists(const std::string& path) {
   std::error_code ec;
   return fs::exists(path, ec);
-}
-
-std::vector<std::string> subdirs(const std::string& dir) {
-  std::vector<std::string> names;
-  std::error_code ec;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    std::error_code ec2;
-    if (it->is_directory(ec2)) names.push_back(it->path().filename().string());
-  }
-  std::sort(names.begin(), names.end());
-  return names;
 }
 
 }  // namespace
@@ -126,7 +111,7 @@ std::vector<PartName> parts_under(const std::string& root) {
     }
   }
   std::map<int, std::set<int>> by_parts;
-  for (const auto& name : subdirs(root)) {
+  for (const auto& name : list_subdirectories(root)) {
     if (auto p = parse_part_name(name)) by_parts[p->parts].insert(p->part);
   }
   for (const auto& [q, present] : by_parts) {
@@ -159,7 +144,7 @@ std::string RunLayout::stage_dir(const std::string& stage, const std::string& na
 
 std::vector<std::string> RunLayout::names(const std::string& stage) const {
   if (stage_decl(stage).kind == DirKind::kParts) return {};
-  return subdirs((fs::path(run_) / stage).string());
+  return list_subdirectories((fs::path(run_) / stage).string());
 }
 
 std::vector<StageDir> RunLayout::stage_dirs(const std::string& stage,
@@ -168,7 +153,7 @@ std::vector<StageDir> RunLayout::stage_dirs(const std::string& stage,
   const std::string root = stage_root(stage, name);
   std::vector<StageDir> out;
   if (decl.kind == DirKind::kNamedGenerations) {
-    for (const auto& d : subdirs(root)) {
+    for (const auto& d : list_subdirectories(root)) {
       if (auto g = parse_generation_name(d)) {
         out.push_back({stage, name, *g, 1, generation_dir(root, *g)});
       }

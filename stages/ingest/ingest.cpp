@@ -70,16 +70,6 @@ struct Decision {
   std::optional<Catalog> previous;  // the catalog this generation extends (append)
 };
 
-std::vector<std::string> list_dirs(const std::string& dir) {
-  std::vector<std::string> names;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    if (e.is_directory()) names.push_back(e.path().filename().string());
-  }
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
 std::string resolve_tag(const Config& config) {
   if (!config.tag.empty()) return config.tag;
   const std::string embed = (fs::path(config.run) / kEmbedStage).string();
@@ -212,7 +202,7 @@ Decision decide(const Config& config) {
       // replaces gen-00000 itself, under its lock).
       std::error_code ec;
       fs::remove(fs::path(out) / kCatalogFile, ec);
-      for (const auto& name : list_dirs(out)) {
+      for (const auto& name : list_subdirectories(out)) {
         const auto g = parse_generation_name(name);
         if (g && *g != 0) {
           remove_tree((fs::path(out) / name).string());
@@ -761,7 +751,7 @@ class IngestWork final : public StageWork {
 int discover_parts(const std::string& embed_root) {
   if (path_exists((fs::path(embed_root) / "run.json").string())) return 1;
   int parts = 0;
-  for (const auto& name : list_dirs(embed_root)) {
+  for (const auto& name : list_subdirectories(embed_root)) {
     const auto part = parse_part_name(name);
     if (!part) continue;
     const int q = part->parts;

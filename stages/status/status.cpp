@@ -56,18 +56,6 @@ bool is_dir(const std::string& path) {
   return fs::is_directory(path, ec);
 }
 
-// Subdirectory names of `dir`, sorted; empty when it cannot be listed.
-std::vector<std::string> subdirs(const std::string& dir) {
-  std::vector<std::string> names;
-  std::error_code ec;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    std::error_code ec2;
-    if (it->is_directory(ec2)) names.push_back(it->path().filename().string());
-  }
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
 // A word for a shell command line: quoted only when it holds anything but [A-Za-z0-9_./=:,+-].
 std::string shell_word(const std::string& word) {
   const bool plain = !word.empty() && std::all_of(word.begin(), word.end(), [](char c) {
@@ -301,7 +289,7 @@ void scan_ingest(const std::string& run, const std::string& name,
   std::string catalog_problem;
   auto catalog = read_json_noted(join_path(root, "catalog.json"), catalog_problem);
   std::map<int, std::string> gens;
-  for (const auto& d : subdirs(root)) {
+  for (const auto& d : list_subdirectories(root)) {
     if (auto g = parse_generation_name(d)) gens[*g] = join_path(root, d);
   }
   std::string tag = json_get<std::string>(catalog, "tag").value_or("");
