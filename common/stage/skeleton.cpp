@@ -138,6 +138,34 @@ nlohmann::json seal_finish_outputs(Comm& comm, const std::string& stage_dir,
   return all;
 }
 
+// Rank 0, before a complete stage found damaged is resumed: removes the files its _SUCCESS lists
+// that fail their full check, so that they are made again (finish() rewrites its files; a stage
+// that keeps files of an earlier attempt, as patchgen's plans and QC images, keeps only those
+// present) instead of being sealed again as they are.
+void remove_damaged_finish_outputs(const std::string& stage_dir) {
+  std::optional<nlohmann::json> success;
+  try {
+    success = read_json_file(stage_file(stage_dir, kSuccessFile));
+  } catch (const Error&) {
+    return;
+  }
+  if (!success || !success->is_object() || !success->contains("outputs")) return;
+  for (const auto& o : (*success)["outputs"]) {
+    try {
+      const OutputRecord r = OutputRecord::from_json(o);
+      if (check_output(stage_dir, r, VerifyLevel::kFull).empty()) continue;
+      const fs::path path = fs::path(stage_dir) / r.file;
+      if (path.lexically_normal().string().rfind(fs::path(stage_dir).lexically_normal().string(), 0) != 0) {
+        continue;  // only files inside the stage directory
+      }
+      std::error_code ec;
+      fs::remove(path, ec);
+      if (!ec) spdlog::warn("removed the damaged '{}' to make it again", path.string());
+    } catch (const nlohmann::json::exception&) {
+    }
+  }
+}
+
 }  // namespace
 
 nlohmann::json check_stage_input(Comm& comm, const std::string& stage_dir, VerifyLevel level) {
@@ -162,6 +190,65 @@ nlohmann::json check_stage_input(Comm& comm, const std::string& stage_dir, Verif
   return *run;
 }
 
+std::string rank_outputs_problem(const std::string& stage_dir, VerifyLevel level,
+                                 const std::string& finish_file) {
+  std::optional<nlohmann::json> run, success;
+  try {
+    run = read_json_file(stage_file(stage_dir, kRunFile));
+    success = read_json_file(stage_file(stage_dir, kSuccessFile));
+  } catch (const Error& e) {
+    return e.what();
+  }
+  if (!run || !success || !run->is_object() || !success->is_object()) {
+    return fmt::format("'{}' is not complete (no {} or {})", stage_dir, kRunFile, kSuccessFile);
+  }
+  const int world_size = run->value("world_size", 0);
+  const std::string fingerprint = run->value("config_fingerprint", "");
+  if (world_size < 1) return fmt::format("'{}' records no world size", stage_file(stage_dir, kRunFile));
+  for (int r = 0; r < world_size; ++r) {
+    const MarkerCheck check =
+        check_marker(marker_path(stage_dir, r), stage_dir, fingerprint, world_size, level);
+    if (!check.valid) return fmt::format("rank {} of '{}': {}", r, stage_dir, check.reason);
+  }
+  if (finish_file.empty()) return "";
+  return finish_output_problem(stage_dir, finish_file, level);
+}
+
+std::string finish_output_problem(const std::string& stage_dir, const std::string& relative,
+                                  VerifyLevel level) {
+  try {
+    const auto success = read_json_file(stage_file(stage_dir, kSuccessFile));
+    if (!success) return fmt::format("'{}' is not complete (no {})", stage_dir, kSuccessFile);
+    for (const auto& o : success->value("outputs", nlohmann::json::array())) {
+      if (o.at("file").get<std::string>() != relative) continue;
+      return check_output(stage_dir, OutputRecord::from_json(o), level);
+    }
+  } catch (const nlohmann::json::exception& e) {
+    return fmt::format("'{}/{}' lists an unreadable output: {}", stage_dir, kSuccessFile, e.what());
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return fmt::format("'{}/{}' lists no output '{}'", stage_dir, kSuccessFile, relative);
+}
+
+std::string stage_outputs_problem(const std::string& stage_dir, VerifyLevel level) {
+  const std::string ranks = rank_outputs_problem(stage_dir, level);
+  if (!ranks.empty()) return ranks;
+  try {
+    const auto success = read_json_file(stage_file(stage_dir, kSuccessFile));
+    for (const auto& o : success.value_or(nlohmann::json::object())
+                             .value("outputs", nlohmann::json::array())) {
+      const std::string why = check_output(stage_dir, OutputRecord::from_json(o), level);
+      if (!why.empty()) return why;
+    }
+  } catch (const nlohmann::json::exception& e) {
+    return fmt::format("'{}/{}' lists an unreadable output: {}", stage_dir, kSuccessFile, e.what());
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
 int run_stage(Comm& comm, const StageRun& run, StageWork& work) {
   const std::string start_time = utc_timestamp();
   StageState state = prepare_stage(comm, run.stage, run.dir, run.config_ini, run.fingerprint,
@@ -180,10 +267,14 @@ int run_stage(Comm& comm, const StageRun& run, StageWork& work) {
     if (!problem.empty()) {
       if (comm.rank() == 0) {
         spdlog::warn("'{}' was complete but {}: resuming to redo it", run.dir, problem);
+        remove_damaged_finish_outputs(run.dir);
         std::error_code ec;
         fs::remove(fs::path(run.dir) / "_SUCCESS", ec);
         if (ec) fail<IoError>("cannot remove '{}/_SUCCESS': {}", run.dir, ec.message());
       }
+      // Every rank's set-up must see what rank 0 removed (patchgen keeps only plans whose QC
+      // images are present).
+      comm.barrier();
       state.action = StageAction::kResume;
     }
   }

@@ -97,6 +97,24 @@ int run_stage(Comm& comm, const StageRun& run, StageWork& work);
 // Returns its run.json.
 nlohmann::json check_stage_input(Comm& comm, const std::string& stage_dir, VerifyLevel level);
 
+// Not collective. The damage check of check_stage_input for a reader in one process (query's
+// slide-level index): "" when every rank marker of the completed `stage_dir` (by its run.json) and
+// the outputs it lists, and the outputs _SUCCESS lists, pass their checks at `level`; else the
+// first problem, naming the file. Completeness and staleness are the caller's to check.
+std::string stage_outputs_problem(const std::string& stage_dir, VerifyLevel level);
+
+// Not collective. The same for the rank markers of `stage_dir` and the outputs they list only
+// (embed's shards, which embeddings.h5 reads through), and, when `finish_file` is not "", the one
+// output of _SUCCESS of that name (an error when _SUCCESS does not list it).
+std::string rank_outputs_problem(const std::string& stage_dir, VerifyLevel level,
+                                 const std::string& finish_file = "");
+
+// Not collective. The check of one output that the _SUCCESS of `stage_dir` lists (`relative`, as
+// listed) at `level`: "" when it passes, else the reason naming the file (also when _SUCCESS is
+// missing or does not list it).
+std::string finish_output_problem(const std::string& stage_dir, const std::string& relative,
+                                  VerifyLevel level);
+
 // Collective. Rank 0 holds `stage_dir`'s lock shared while the returned lock lives, so that no
 // job replaces an input while this stage reads it (no-op when options.file_locking is false).
 // Throws InvalidInput on every rank when a job is writing it.
