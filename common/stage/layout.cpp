@@ -158,6 +158,9 @@ std::vector<StageDir> RunLayout::stage_dirs(const std::string& stage,
         out.push_back({stage, name, *g, 1, generation_dir(root, *g)});
       }
     }
+    // A stage directory at the name itself, without generations (ingest --level slide|patient):
+    // stale marking and tessera-status must see it like any other.
+    if (out.empty() && !parts_under(root).empty()) out.push_back({stage, name, 0, 1, root});
     return out;
   }
   for (const PartName& p : parts_under(root)) {

@@ -10,6 +10,7 @@
 #include "common/core/fs.h"
 #include "common/core/hash.h"
 #include "common/stage/layout.h"
+#include "common/stage/lineage.h"
 #include "common/stage/skeleton.h"
 #include "common/vector/catalog.h"
 #include "common/vector/vector_index.h"
@@ -89,7 +90,11 @@ class SlideIndexWork final : public StageWork {
     spdlog::info("ingest: {} {} vectors of dimension {} indexed ({}) in '{}'",
                  m.at("rows").get<int64_t>(), config_.level, m.at("output_dim").get<int>(),
                  config_.index, dir_);
-    return {{"level", config_.level}, {"rows", m.at("rows")}, {"source", source_}};
+    // Sealed into _SUCCESS by the skeleton: damage to it is found like damage to the index.
+    return {{"level", config_.level},
+            {"rows", m.at("rows")},
+            {"source", source_},
+            {"outputs", {kSlideCatalogFile}}};
   }
 
  private:
@@ -108,12 +113,35 @@ bool has_slide_catalog(const std::string& dir) {
   return path_exists((fs::path(dir) / kSlideCatalogFile).string());
 }
 
-SlideCatalog load_slide_catalog(const std::string& dir) {
+SlideCatalog load_slide_catalog(const std::string& dir, VerifyLevel level) {
   const std::string file = (fs::path(dir) / kSlideCatalogFile).string();
-  const auto j = read_json_file(file);
+  std::optional<nlohmann::json> j;
+  try {
+    j = read_json_file(file);
+  } catch (const InvalidInput& e) {
+    throw IoError(e.what());
+  }
   if (!j) {
     fail<InvalidInput>("'{}' has no {}: run ingest --level slide (or patient) first", dir,
                        kSlideCatalogFile);
+  }
+  // What query and serve search must be complete and made from the current inputs: an embed or
+  // aggregate rerun since makes its vectors another run's.
+  if (!path_exists(stage_file(dir, kSuccessFile))) {
+    fail<InvalidInput>("the slide index '{}' is not complete (no {}): rerun its ingest --level",
+                       dir, kSuccessFile);
+  }
+  const std::string stale = stale_reason(dir);
+  if (!stale.empty()) {
+    fail<InvalidInput>("the slide index '{}' no longer matches its inputs: {}; rerun aggregate, "
+                       "then ingest --level with --overwrite (tessera-status lists what to run)",
+                       dir, stale);
+  }
+  const std::string damage = stage_outputs_problem(dir, level);
+  if (!damage.empty()) {
+    fail<IoError>("the slide index '{}' is damaged: {}; rebuild it (ingest --level ... "
+                  "--verify full)",
+                  dir, damage);
   }
   SlideCatalog c;
   c.dir = dir;

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "common/mpi/comm.h"
+#include "common/stage/stage_options.h"
 #include "stages/ingest/config.h"
 
 namespace tessera::ingest {
@@ -38,9 +39,12 @@ struct SlideCatalog {
 // True when `dir` holds a slide_catalog.json.
 bool has_slide_catalog(const std::string& dir);
 
-// Reads DIR/slide_catalog.json. Throws InvalidInput when there is none ("run ingest --level slide
-// first"), IoError when it is malformed or of another format version.
-SlideCatalog load_slide_catalog(const std::string& dir);
+// Reads DIR/slide_catalog.json of a complete, current slide index whose files pass their checks
+// at `level` (its markers and _SUCCESS: the index and entries are small, so the default reads
+// every byte). Throws InvalidInput when there is none ("run ingest --level slide first"), when the
+// stage is not complete, or when it is stale (an input replaced or changed since: lineage.h);
+// IoError when it is malformed, of another format version, or a file is damaged (naming it).
+SlideCatalog load_slide_catalog(const std::string& dir, VerifyLevel level = VerifyLevel::kFull);
 
 // Collective. ingest at slide or patient level (config.level): reads RUN/aggregate/<config.slides>
 // (the only aggregate output of that level when not named), builds RUN/ingest/<name> (default: the
