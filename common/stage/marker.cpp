@@ -81,6 +81,32 @@ std::string check_output(const std::string& stage_dir, const OutputRecord& recor
   return "";
 }
 
+nlohmann::json seal_text(const std::string& relative, const std::string& text) {
+  return {{"file", relative}, {"bytes", static_cast<uint64_t>(text.size())}, {"xxh3", xxh3_hex(text)}};
+}
+
+std::string check_text_seal(const std::string& success_path, const std::string& field,
+                            const std::string& path, const std::string& text) {
+  std::optional<nlohmann::json> success;
+  try {
+    success = read_json_file(success_path);
+  } catch (const Error&) {
+    return "";  // a damaged _SUCCESS is its stage's problem, found where that is checked
+  }
+  if (!success || !success->is_object() || !success->contains(field)) return "";
+  const nlohmann::json& seal = (*success)[field];
+  const nlohmann::json mine = seal_text("", text);
+  bool same = false;
+  try {
+    same = seal.at("bytes") == mine.at("bytes") && seal.at("xxh3") == mine.at("xxh3");
+  } catch (const nlohmann::json::exception&) {
+    same = false;  // a seal that is not one vouches for nothing
+  }
+  if (same) return "";
+  return fmt::format("'{}' ({} bytes) differs from its seal in '{}' (size or XXH3)", path,
+                     text.size(), success_path);
+}
+
 nlohmann::json marker_base(const std::string& stage, int rank, int world_size,
                            const std::string& config_fingerprint) {
   return {{"format_version", kMarkerFormatVersion},

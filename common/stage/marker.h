@@ -50,6 +50,17 @@ OutputRecord seal_output(const std::string& stage_dir, const std::string& relati
 std::string check_output(const std::string& stage_dir, const OutputRecord& record,
                          VerifyLevel level);
 
+// The seal of a file written after the _SUCCESS that vouches for it (ingest's catalog.json, which
+// must not list a generation before the generation is complete): the size and XXH3 of its text,
+// {"file": relative, "bytes", "xxh3"}, recorded in that _SUCCESS under a field of the stage's.
+nlohmann::json seal_text(const std::string& relative, const std::string& text);
+
+// Checks `text`, the bytes of the file at `path`, against the seal under `field` of the _SUCCESS
+// at `success_path`. Returns "" when they match, or when there is no seal to compare (no such
+// _SUCCESS, unreadable, or written before the file was sealed); else the reason naming `path`.
+std::string check_text_seal(const std::string& success_path, const std::string& field,
+                            const std::string& path, const std::string& text);
+
 // Fields every marker carries: format_version, stage, rank, world_size, config_fingerprint,
 // version, git_revision, host, pid. The skeleton adds outputs, times and the stage's fields.
 nlohmann::json marker_base(const std::string& stage, int rank, int world_size,

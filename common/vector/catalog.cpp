@@ -160,18 +160,39 @@ Catalog Catalog::from_json(const nlohmann::json& j, const std::string& dir, cons
 
 Catalog load_catalog(const std::string& dir) {
   const std::string path = (fs::path(dir) / kCatalogFile).string();
-  std::optional<nlohmann::json> j;
-  try {
-    j = read_json_file(path);
-  } catch (const InvalidInput& e) {
-    throw IoError(e.what());
-  }
-  if (!j) {
+  if (!path_exists(path)) {
     fail<InvalidInput>("'{}' holds no catalog.json: not an ingest output, or its ingest has not "
                        "completed (run ingest first)",
                        dir);
   }
-  return Catalog::from_json(*j, dir, path);
+  const std::string text = read_file(path);
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    fail<IoError>("'{}' is not valid JSON: {}", path, e.what());
+  }
+  Catalog c = Catalog::from_json(j, dir, path);
+  const std::string seal = catalog_seal_problem(c, text);
+  if (!seal.empty()) {
+    fail<IoError>("{}: it was changed or damaged since ingest wrote it; rerun ingest (it rebuilds "
+                  "the catalog from the generations)",
+                  seal);
+  }
+  return c;
+}
+
+std::string catalog_text(const Catalog& catalog) { return catalog.to_json().dump(2) + "\n"; }
+
+nlohmann::json catalog_seal(const std::string& text) {
+  return seal_text(std::string("../") + kCatalogFile, text);
+}
+
+std::string catalog_seal_problem(const Catalog& catalog, const std::string& text) {
+  if (catalog.generations.empty()) return "";
+  const std::string gen = (fs::path(catalog.dir) / catalog.generations.back().dir).string();
+  return check_text_seal(stage_file(gen, kSuccessFile), kCatalogSealField,
+                         (fs::path(catalog.dir) / kCatalogFile).string(), text);
 }
 
 std::string catalog_stale_reason(const Catalog& catalog) {
@@ -196,8 +217,7 @@ void require_current(const Catalog& catalog) {
 }
 
 void write_catalog(const Catalog& catalog) {
-  atomic_write_file((fs::path(catalog.dir) / kCatalogFile).string(),
-                    catalog.to_json().dump(2) + "\n");
+  atomic_write_file((fs::path(catalog.dir) / kCatalogFile).string(), catalog_text(catalog));
 }
 
 std::vector<std::string> check_catalog_files(const Catalog& catalog, VerifyLevel level,

@@ -84,8 +84,27 @@ struct Catalog {
 };
 
 // Reads DIR/catalog.json. Throws InvalidInput when it does not exist ("run ingest first"),
-// IoError when it is malformed or of another format version.
+// IoError when it is malformed, of another format version, or differs from its seal (below).
 Catalog load_catalog(const std::string& dir);
+
+// The seal of catalog.json. The catalog is written after the _SUCCESS of the generation that
+// makes it (so it never lists an unfinished generation); that _SUCCESS records, under
+// kCatalogSealField, the size and XXH3 of the catalog text about to be written. A catalog is
+// checked against the seal in the _SUCCESS of the last generation it lists: a job killed between
+// the two leaves the previous catalog, which the previous generation's seal matches.
+inline constexpr const char* kCatalogSealField = "catalog";
+
+// The text write_catalog writes for `catalog`.
+std::string catalog_text(const Catalog& catalog);
+
+// The seal of `text` (marker.h seal_text): {"file": "../catalog.json", "bytes", "xxh3"}.
+nlohmann::json catalog_seal(const std::string& text);
+
+// Why DIR/catalog.json, whose bytes are `text` and which lists `catalog`'s generations, must not
+// be trusted: its size or XXH3 differs from the seal of its last generation, naming the file;
+// "" when they match, or when there is no seal to compare (no generation, its _SUCCESS is missing
+// or was written before catalogs were sealed).
+std::string catalog_seal_problem(const Catalog& catalog, const std::string& text);
 
 // Why the index must not be searched, or "" when it may: a generation the catalog lists that is
 // not complete, is stale, or was made from inputs that changed since (lineage.h). Reads small

@@ -583,6 +583,7 @@ class IngestWork final : public StageWork {
     nlohmann::json shard_rows = nlohmann::json::array();
     for (const auto& s : c.shards) shard_rows.push_back(s.rows);
     return {{"tag", decision_.tag},
+            {kCatalogSealField, catalog_seal(catalog_text(c))},
             {"status", "completed"},
             {"generation", decision_.generation},
             {"embed_parts", decision_.parts},
