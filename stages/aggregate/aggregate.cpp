@@ -214,7 +214,9 @@ class AggregateWork final : public StageWork {
             {"items", items.size()},
             {"vectors", cohort.ids.size()},
             {"cohort_file", cohort_name},
-            {"skipped", skipped}};
+            {"skipped", skipped},
+            // Sealed into _SUCCESS: ingest --level reads the cohort file through these checks.
+            {"outputs", {cohort_name, "skipped.csv"}}};
   }
 
  private:

@@ -66,6 +66,12 @@ class PatchgenWork final : public StageWork {
       const std::string path = plan_path(dir_, entry.slide_id);
       std::optional<SlidePlan> plan;
       if (action == StageAction::kResume) plan = read_plan(path, fingerprint_, false);
+      // A slide's plan is kept with its QC images only: one removed as damaged is made again.
+      if (plan && plan->ok && config_.qc &&
+          (!path_exists((fs::path(qc_dir) / (entry.slide_id + ".png")).string()) ||
+           !path_exists((fs::path(qc_dir) / (entry.slide_id + ".geojson")).string()))) {
+        plan.reset();
+      }
       if (plan) {
         spdlog::debug("slide '{}': plan kept from an earlier attempt", entry.slide_id);
       } else {
@@ -117,12 +123,17 @@ class PatchgenWork final : public StageWork {
   }
 
   nlohmann::json finish(Comm& comm, const std::vector<nlohmann::json>& markers) override {
-    // Each rank vouches for the plans it made (slide k of the part by rank k mod R).
+    // Each rank vouches for the plans it made (slide k of the part by rank k mod R), and for their
+    // QC images (none for a slide that failed before its mask).
     nlohmann::json outputs = nlohmann::json::array();
     for (size_t k = static_cast<size_t>(comm.rank()); k < part_.slides.size();
          k += static_cast<size_t>(comm.size())) {
       const std::string& id = manifest_.slides[part_.slides[k]].slide_id;
       outputs.push_back(fs::path(plan_path(dir_, id)).lexically_relative(dir_).string());
+      for (const char* ext : {".png", ".geojson"}) {
+        const std::string qc = "qc/" + id + ext;
+        if (config_.qc && path_exists((fs::path(dir_) / qc).string())) outputs.push_back(qc);
+      }
     }
     if (comm.rank() != 0) return {{"outputs", outputs}};
     nlohmann::json summary = consolidate(manifest_, part_, config_, dir_, fingerprint_, markers);
@@ -134,6 +145,7 @@ class PatchgenWork final : public StageWork {
       for (int index : part_.slides) ids.push_back(manifest_.slides[index].slide_id);
       const std::string qc_dir = (fs::path(dir_) / "qc").string();
       write_qc_overview((fs::path(qc_dir) / "_overview.png").string(), qc_dir, ids);
+      outputs.push_back("qc/_overview.png");
     }
     spdlog::info("patchgen complete: {} patches, {} slides ok, {} failed; index '{}/index.h5', "
                  "QC images in '{}/qc'",
