@@ -26,6 +26,7 @@
 #include "common/core/utf8.h"
 #include "common/stage/layout.h"
 #include "common/stage/lineage.h"
+#include "common/vector/catalog.h"
 #include "common/stage/marker.h"
 #include "common/stage/skeleton.h"
 
@@ -287,10 +288,39 @@ void scan_ingest(const std::string& run, const std::string& name,
                  const std::map<std::string, EmbedTag>& tags, std::vector<StageStatus>& out) {
   const std::string root = RunLayout(run).stage_root(kIngestStage, name);
   std::string catalog_problem;
-  auto catalog = read_json_noted(join_path(root, "catalog.json"), catalog_problem);
+  auto catalog = read_json_noted(join_path(root, kCatalogFile), catalog_problem);
   std::map<int, std::string> gens;
   for (const auto& d : list_subdirectories(root)) {
     if (auto g = parse_generation_name(d)) gens[*g] = join_path(root, d);
+  }
+  if (gens.empty() && !parts_under(root).empty()) {
+    // A slide- or patient-level index (ingest --level): one stage directory, the name's folder.
+    StageStatus s;
+    s.stage = kIngestStage;
+    s.name = name;
+    s.dir = root;
+    read_stage_dir(s);
+    set_part_next(s, {}, kIngestStage);
+    out.push_back(std::move(s));
+    return;
+  }
+  // catalog.json is written after its last generation's _SUCCESS, which holds its seal.
+  const auto listed_gens = json_get<nlohmann::json>(catalog, "generations");
+  if (listed_gens && listed_gens->is_array() && !listed_gens->empty() &&
+      listed_gens->back().is_object() && listed_gens->back().value("dir", "") != "") {
+    const std::string last = join_path(root, listed_gens->back().value("dir", ""));
+    const std::string path = join_path(root, kCatalogFile);
+    std::string why;
+    try {
+      why = check_text_seal(join_path(last, kSuccessFile), kCatalogSealField, path,
+                            read_file(path));
+    } catch (const std::exception& e) {
+      why = e.what();
+    }
+    if (!why.empty()) {
+      catalog_problem = utf8_escaped(why);
+      catalog.reset();
+    }
   }
   std::string tag = json_get<std::string>(catalog, "tag").value_or("");
   std::vector<StageStatus> rows;
@@ -538,8 +568,14 @@ RunStatus scan_run(const std::string& run) {
     }
   }
 
-  for (const auto& s : status.stages) {
-    if (!s.next.empty()) status.next.push_back(s.next);
+  for (auto& s : status.stages) {
+    if (s.next.empty()) continue;
+    // config.ini keeps --run (patchgen's --out) as it was given, perhaps relative to where the
+    // stage ran, or the run's place before it was moved: the command names this run, which the
+    // command line makes win over config.ini, so that it acts on this run from any directory.
+    s.next += fmt::format(" {} {}", s.stage == kPatchgenStage ? "--out" : "--run",
+                          shell_word(status.run));
+    status.next.push_back(s.next);
   }
   status.services = running_services(join_path(status.run, kServicesDir));
   for (const auto& [tag, t] : tags) {

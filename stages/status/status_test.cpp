@@ -220,7 +220,7 @@ TEST_F(StatusTest, IncompleteListsRanksFromMarkersAndResumes) {
   EXPECT_DOUBLE_EQ(*p.duration_s, 30.0);
   EXPECT_FALSE(p.exit_code);
   const std::string config = dir("patchgen/config.ini");
-  EXPECT_EQ(p.next, "mpirun -np 4 patchgen --config " + config);
+  EXPECT_EQ(p.next, "mpirun -np 4 patchgen --config " + config + " --out " + run_.string());
   EXPECT_EQ(s.next, std::vector<std::string>{p.next});
   ASSERT_TRUE(p.progress);
   EXPECT_EQ((*p.progress)["done"], 100);
@@ -234,7 +234,8 @@ TEST_F(StatusTest, IncompleteListsRanksFromMarkersAndResumes) {
   EXPECT_NE(table.find("last progress: extract (rank 0): 100/400 (25.0%), 10.0/s, ETA 1:02:05"),
             std::string::npos)
       << table;
-  EXPECT_NE(table.find("next:\n  mpirun -np 4 patchgen --config " + config), std::string::npos);
+  EXPECT_NE(table.find("next:\n  mpirun -np 4 patchgen --config " + config + " --out " + run_.string()),
+            std::string::npos);
   EXPECT_NE(table.find("0 of 1 stage directories complete"), std::string::npos);
 
   nlohmann::json j = to_json(s)["stages"][0];
@@ -286,7 +287,8 @@ TEST_F(StatusTest, StaleEmbedIsRerunFromItsConfig) {
   EXPECT_EQ(e.state, State::kStale);
   EXPECT_TRUE(e.ranks_done.empty());
   EXPECT_EQ(e.ranks_missing, (std::vector<int>{0, 1, 2}));
-  EXPECT_EQ(e.next, "mpirun -np 3 embed --config " + dir("embed/uni/config.ini"));
+  EXPECT_EQ(e.next, "mpirun -np 3 embed --config " + dir("embed/uni/config.ini") + " --run " +
+                        run_.string());
   EXPECT_EQ(format_incomplete(s), "embed uni 0 1 stale\n");
   EXPECT_EQ(exit_code(s), kExitNotComplete);
   EXPECT_EQ(s.next, std::vector<std::string>{e.next});  // no ingest suggested for a stale tag
@@ -304,16 +306,19 @@ TEST_F(StatusTest, MissingPartsAreStartedFromASiblingsConfig) {
   EXPECT_EQ(p1.parts, 3);
   EXPECT_EQ(p1.dir, dir("patchgen/part-00001-of-00003"));
   EXPECT_EQ(p1.next, "mpirun -np 2 patchgen --config " +
-                         dir("patchgen/part-00000-of-00003/config.ini") + " --part 1 --parts 3");
+                         dir("patchgen/part-00000-of-00003/config.ini") + " --part 1 --parts 3 --out " +
+                         run_.string());
   const StageStatus& e1 = find(s, "embed", 1, "uni");
   EXPECT_EQ(e1.state, State::kMissing);
   EXPECT_EQ(e1.next, "mpirun -np 4 embed --config " +
-                         dir("embed/uni/part-00000-of-00003/config.ini") + " --part 1 --parts 3");
+                         dir("embed/uni/part-00000-of-00003/config.ini") + " --part 1 --parts 3 --run " +
+                         run_.string());
   const StageStatus& e2 = find(s, "embed", 2, "uni");
   EXPECT_EQ(e2.state, State::kIncomplete);
   EXPECT_EQ(e2.ranks_missing, (std::vector<int>{0, 1, 2, 3}));
   EXPECT_EQ(e2.next,
-            "mpirun -np 4 embed --config " + dir("embed/uni/part-00002-of-00003/config.ini"));
+            "mpirun -np 4 embed --config " + dir("embed/uni/part-00002-of-00003/config.ini") +
+                " --run " + run_.string());
   // Patchgen's commands come before embed's.
   EXPECT_EQ(s.next, (std::vector<std::string>{p1.next, e1.next, e2.next}));
   EXPECT_EQ(format_incomplete(s),
@@ -340,7 +345,7 @@ TEST_F(StatusTest, IngestAppendDueForPartsNotInTheCatalog) {
   EXPECT_EQ(g1.state, State::kMissing);
   EXPECT_EQ(g1.parts, 2);
   EXPECT_EQ(g1.next, "mpirun -np 3 ingest --config " + dir("ingest/uni-flat/gen-00000/config.ini") +
-                         " --tag uni --name uni-flat --append --embed-parts all");
+                         " --tag uni --name uni-flat --append --embed-parts all --run " + run_.string());
   EXPECT_EQ(s.next, std::vector<std::string>{g1.next});
   EXPECT_EQ(format_incomplete(s), "ingest uni-flat 1 2 missing\n");
   EXPECT_EQ(exit_code(s), kExitNotComplete);
@@ -351,7 +356,7 @@ TEST_F(StatusTest, IngestAppendDueForPartsNotInTheCatalog) {
   const StageStatus& r1 = find(s, "ingest", 1, "uni-flat");
   EXPECT_EQ(r1.state, State::kIncomplete);
   EXPECT_EQ(r1.next, "mpirun -np 3 ingest --config " + dir("ingest/uni-flat/gen-00001/config.ini") +
-                         " --tag uni --name uni-flat --append");
+                         " --tag uni --name uni-flat --append --run " + run_.string());
   EXPECT_EQ(s.stages.size(), 6u);  // no second due generation while one is unfinished
 
   // Every part in the catalog: nothing left.
@@ -482,9 +487,9 @@ TEST_F(StatusTest, IngestWithoutItsCatalogIsNotComplete) {
     const StageStatus& row = find(s, "ingest", g, "t");
     EXPECT_EQ(row.state, State::kIncomplete);
     EXPECT_NE(row.problem.find("catalog.json is missing"), std::string::npos) << row.problem;
-    EXPECT_EQ(row.next, fmt::format("mpirun -np 2 ingest --config {} --tag t --name t{}",
+    EXPECT_EQ(row.next, fmt::format("mpirun -np 2 ingest --config {} --tag t --name t{} --run {}",
                                     dir(fmt::format("ingest/t/gen-{:05d}/config.ini", g)),
-                                    g > 0 ? " --append" : ""));
+                                    g > 0 ? " --append" : "", run_.string()));
   }
   EXPECT_EQ(exit_code(s), kExitNotComplete);
   // A catalog written before the last generation finished lists only the first.
@@ -495,13 +500,25 @@ TEST_F(StatusTest, IngestWithoutItsCatalogIsNotComplete) {
   EXPECT_NE(find(s, "ingest", 1, "t").problem.find("does not list generation 1"), std::string::npos);
 }
 
+// config.ini keeps --run as the stage was given it (relative to where it ran, or the run's place
+// before a move): a next command without --run acted on another run, or none, from elsewhere.
+TEST_F(StatusTest, NextCommandsNameTheRunTheyActOn) {
+  complete("patchgen", "patchgen", 2, {{"patches", 10}});
+  start("embed/uni", "embed", 2);
+  write(dir("embed/uni/config.ini"), "run = elsewhere\ntag = uni\n");
+  RunStatus s = scan();
+  ASSERT_EQ(s.next.size(), 1u);
+  EXPECT_EQ(s.next[0], "mpirun -np 2 embed --config " + dir("embed/uni/config.ini") + " --run " +
+                           run_.string());
+}
+
 TEST_F(StatusTest, PathsWithSpacesAreQuotedInCommands) {
   run_ /= "my run";
   fs::create_directories(run_);
   start("patchgen", "patchgen", 1);
   RunStatus s = scan();
-  EXPECT_EQ(s.stages.at(0).next,
-            "mpirun -np 1 patchgen --config '" + dir("patchgen/config.ini") + "'");
+  EXPECT_EQ(s.stages.at(0).next, "mpirun -np 1 patchgen --config '" + dir("patchgen/config.ini") +
+                                     "' --out '" + run_.string() + "'");
   fs::remove_all(run_);
   run_ = run_.parent_path();
 }
