@@ -147,6 +147,16 @@ Config config_from(const po::variables_map& v) {
   require(c.batch_size >= 0, "batch-size", "must be >= 0");
   require(c.threads >= 0 && c.threads <= 1024, "threads", "must be 0..1024");
   require(c.device == "cpu" || c.device == "cuda", "device", "expected cpu or cuda");
+  if (!c.similar_slide.empty() || !c.similar_patient.empty()) {
+    // A slide- or patient-level search takes -k, --exclude-same-patient, --format and --output;
+    // an option it would not apply is refused rather than dropped from the answer.
+    const char* what = "does not apply to --similar-slide or --similar-patient";
+    require(c.filter.empty(), "filter", what);
+    require(!c.exclude_same_slide, "exclude-same-slide", what);
+    require(c.mosaic.empty(), "mosaic", what);
+    require(c.nprobe == 0, "nprobe", what);
+    require(c.ef_search == 0, "ef-search", what);
+  }
   return c;
 }
 

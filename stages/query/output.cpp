@@ -37,6 +37,20 @@ void check_output_path(const std::string& option, const std::string& path,
   if (fs::is_directory(given, ec)) {
     fail<InvalidInput>("invalid {}: '{}' is a directory; give a file name", option, path);
   }
+  // The file is replaced by a rename: a link, a device or a pipe under the name would be replaced
+  // (as root, /dev/full or /dev/stdout by a regular file), not written.
+  const fs::file_status link = fs::symlink_status(given, ec);
+  if (!ec && fs::is_symlink(link)) {
+    fail<InvalidInput>("invalid {}: '{}' is a symbolic link, which query would replace; give the "
+                       "file it points to",
+                       option, path);
+  }
+  if (!ec && fs::exists(link) && !fs::is_regular_file(link)) {
+    fail<InvalidInput>("invalid {}: '{}' is not a regular file (a device, pipe or socket), which "
+                       "query would replace; write to a file (without --output, results go to "
+                       "standard output)",
+                       option, path);
+  }
   const fs::path dir = fs::canonical(parent, ec);
   if (ec) fail<InvalidInput>("invalid {}: cannot resolve '{}': {}", option, parent.string(), ec.message());
   // The run of the index: RUN/ingest/<name> -> RUN.

@@ -9,7 +9,8 @@ namespace tessera::query {
 
 // Checks a file that `option` ("--output", "--mosaic") asks query to write, before any work. Throws
 // InvalidInput naming the option and the path when its directory does not exist (query creates no
-// directories), when it is a directory, or when it lies inside a stage folder of a run, where it
+// directories), when it is a directory, a symbolic link or another file that is not regular (a
+// device or pipe, which the rename would replace), or when it lies inside a stage folder of a run, where it
 // could replace an index's own files: RUN/patchgen, RUN/embed or RUN/ingest of the run that holds
 // `index_dir` (RUN/ingest/<name>), or any directory holding run.json, catalog.json or _SUCCESS.
 void check_output_path(const std::string& option, const std::string& path,
