@@ -7,7 +7,9 @@
 #include "common/core/fs.h"
 #include "common/h5/h5.h"
 #include "common/slide/slide.h"
+#include "common/stage/skeleton.h"
 #include "common/store/embeddings.h"
+#include "common/store/files.h"
 #include "common/store/index.h"
 #include "common/store/store.h"
 
@@ -15,7 +17,22 @@ namespace tessera::query {
 
 struct PatchLookup::Impl {
   const Catalog* catalog = nullptr;
+  VerifyLevel verify = VerifyLevel::kFull;
   mutable std::vector<std::optional<IndexInfo>> infos;
+  mutable std::vector<uint8_t> embed_checked;
+
+  // Throws IoError naming the damaged file when `source`'s embed output fails its check.
+  void check_embed(size_t source) const {
+    if (embed_checked[source]) return;
+    const std::string dir = catalog->path(catalog->sources[source].embed_dir);
+    const std::string why = rank_outputs_problem(dir, verify, kEmbeddingsFile);
+    if (!why.empty()) {
+      fail<IoError>("the stored embeddings of '{}' are damaged: {}; rerun embed with --verify full "
+                    "to redo what is damaged",
+                    dir, why);
+    }
+    embed_checked[source] = 1;
+  }
 
   const IndexInfo& info(size_t source) const {
     if (!infos[source]) infos[source] = load_index_info(catalog->path(catalog->sources[source].patchgen_dir));
@@ -32,9 +49,12 @@ struct PatchLookup::Impl {
   }
 };
 
-PatchLookup::PatchLookup(const Catalog& catalog) : impl_(std::make_unique<Impl>()) {
+PatchLookup::PatchLookup(const Catalog& catalog, VerifyLevel verify)
+    : impl_(std::make_unique<Impl>()) {
   impl_->catalog = &catalog;
+  impl_->verify = verify;
   impl_->infos.resize(catalog.sources.size());
+  impl_->embed_checked.assign(catalog.sources.size(), 0);
 }
 
 PatchLookup::~PatchLookup() = default;
@@ -89,6 +109,7 @@ StoredPatch PatchLookup::nearest(int32_t slide, int64_t x, int64_t y) const {
 }
 
 std::vector<float> PatchLookup::embedding(const StoredPatch& patch) const {
+  impl_->check_embed(patch.source);
   const std::string path =
       impl_->catalog->path(impl_->catalog->sources[patch.source].embed_dir + "/embeddings.h5");
   h5::File file = h5::File::open(path, h5::Mode::kRead);
@@ -112,6 +133,7 @@ SlidePatches PatchLookup::slide_patches(int32_t slide) const {
     if (count == 0) continue;
     const IndexInfo& info = impl_->info(s);
     const IndexRows rows = IndexReader(info.path).read_range(first, count);
+    impl_->check_embed(s);
     const std::string path =
         impl_->catalog->path(impl_->catalog->sources[s].embed_dir + "/embeddings.h5");
     h5::File file = h5::File::open(path, h5::Mode::kRead);

@@ -32,7 +32,10 @@ struct SlidePatches {
 
 class PatchLookup {
  public:
-  explicit PatchLookup(const Catalog& catalog);
+  // Stored embeddings are read once the embed output's rank shards (and embeddings.h5) pass their
+  // markers' checks at `verify` (full: the XXH3 of every byte, once per part and process): HDF5's
+  // Fletcher32 alone can be fooled.
+  explicit PatchLookup(const Catalog& catalog, VerifyLevel verify = VerifyLevel::kFull);
   ~PatchLookup();
   PatchLookup(PatchLookup&&) noexcept;
   PatchLookup& operator=(PatchLookup&&) noexcept;

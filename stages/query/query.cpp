@@ -93,7 +93,7 @@ Queries resolve(const Config& config, const Catalog& catalog, const VectorSlideT
     MosaicRule rule;
     rule.percent = config.mosaic_percent;
     rule.min_size = config.mosaic_min;
-    SlideMosaic m = slide_mosaic(catalog, config.slide, rule);
+    SlideMosaic m = slide_mosaic(catalog, config.slide, rule, config.verify);
     q.n = static_cast<int64_t>(m.patches.size());
     q.vectors = std::move(m.vectors);
     for (const auto& p : m.patches) {
@@ -246,7 +246,7 @@ int run(const Config& config, Comm& comm) {
   std::vector<MosaicPatch> mosaic;
   std::optional<PatchLookup> lookup;
   const std::string resolved = decided_by_root(comm, [&] {
-    lookup.emplace(catalog);
+    lookup.emplace(catalog, config.verify);
     queries = resolve(config, catalog, slides, *lookup, &mosaic);
     return encode_queries(queries);
   });

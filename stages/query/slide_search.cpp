@@ -8,6 +8,7 @@
 
 #include "common/core/error.h"
 #include "common/core/fs.h"
+#include "common/stage/skeleton.h"
 #include "common/vector/vector_index.h"
 #include "common/store/slide_vectors.h"
 #include "common/store/slide_features.h"
@@ -186,10 +187,17 @@ int run_similar(const Config& config, Comm& comm) {
 }
 
 SlideMosaic slide_mosaic(const Catalog& catalog, const std::string& slide_id,
-                         const MosaicRule& rule) {
+                         const MosaicRule& rule, VerifyLevel verify) {
   for (const auto& source : catalog.sources) {
     const std::string path = catalog.path(source.embed_dir + "/features/" + slide_id + ".h5");
     if (!path_exists(path)) continue;
+    // Checked against embed's _SUCCESS first: HDF5's Fletcher32 alone can be fooled.
+    const std::string why =
+        finish_output_problem(catalog.path(source.embed_dir), "features/" + slide_id + ".h5", verify);
+    if (!why.empty()) {
+      fail<IoError>("the features of slide '{}' are damaged: {}; rerun embed with --verify full",
+                    slide_id, why);
+    }
     const SlideFeatures f = read_slide_features(path);
     if (f.rows == 0) fail<InvalidInput>("slide '{}' has no patches: no mosaic to search", slide_id);
     if (f.dim != catalog.dim) {

@@ -33,13 +33,14 @@ struct MosaicPatch {
 
 // The mosaic of slide `slide_id` (votes.h, pick_mosaic under `rule`): its patches' stored features,
 // read from the per-slide feature file of whichever embed part of `catalog` holds the slide.
-// Throws InvalidInput when no ingested part has the slide's features or it has no patches.
+// Throws InvalidInput when no ingested part has the slide's features or it has no patches,
+// IoError when the feature file fails its check in embed's _SUCCESS at `verify`.
 struct SlideMosaic {
   std::vector<MosaicPatch> patches;
   std::vector<float> vectors;  // patches.size() x dim
 };
 SlideMosaic slide_mosaic(const Catalog& catalog, const std::string& slide_id,
-                         const MosaicRule& rule);
+                         const MosaicRule& rule, VerifyLevel verify = VerifyLevel::kFull);
 
 // The mosaic-vote report: the query slide and its mosaic, the slides ranked by votes (at most k,
 // with the manifest's metadata columns) and the patients ranked by votes (at most k).
