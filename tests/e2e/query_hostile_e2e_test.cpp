@@ -3,6 +3,7 @@
 // test names its case.
 #include <gtest/gtest.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -305,6 +306,19 @@ TEST(QueryHostile, Case19And22OutputsStayOutOfStageFoldersAndMakeNoDirectories) 
       << log;
   EXPECT_TRUE(fs::exists(Run::run() + "/hits.txt"));
   EXPECT_TRUE(fs::exists(Run::run() + "/hits.png"));
+
+  // A pipe or a link under the name was replaced by a regular file (as root, --output /dev/full
+  // replaced the device, exit 0): refused, and left as it was.
+  const std::string fifo = (Run::dir() / "pipe").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::string link = (Run::dir() / "link.csv").string();
+  fs::create_symlink(Run::run() + "/hits.txt", link);
+  for (const std::string& target : {fifo, link}) {
+    EXPECT_EQ(run_command(query("base", q + "--output " + target), &log), 2) << target << log;
+    EXPECT_EQ(run_command(query("base", q + "--mosaic " + target), &log), 2) << target << log;
+  }
+  EXPECT_TRUE(fs::is_fifo(fifo));
+  EXPECT_TRUE(fs::is_symlink(link));
 
   const std::string missing = (Run::dir() / "nonexistent").string();
   EXPECT_EQ(run_command(query("base", q + "--mosaic " + missing + "/dir/m.png"), &log), 2) << log;
