@@ -23,6 +23,10 @@ namespace tessera {
 
 namespace {
 
+// The most tiles one DICOM level may have: 2^24, 16.7 million (a 250,000 x 150,000 pixel slide in
+// 128-pixel tiles has 2.3 million); its tile table takes 16 bytes a tile.
+constexpr int64_t kMaxDicomTiles = int64_t{1} << 24;
+
 namespace fs = std::filesystem;
 
 constexpr const char* kJpegBaseline = "1.2.840.10008.1.2.4.50";
@@ -206,6 +210,14 @@ TileLevel make_level(const std::string& path, const Instance& in, int file_index
   }
   const int64_t grid = level.cols * level.rows;
   const int64_t planes = in.focal_planes * in.optical_paths;
+  // The tile table is allocated by the grid the header claims (16 bytes a tile): a grid larger
+  // than any slide's is refused before it is, as a TILED_FULL level without a frame per tile.
+  if (grid > kMaxDicomTiles) {
+    refuse(path, fmt::format("'{}' claims a {}x{} pixel matrix in {}x{} tiles, {} tiles: more than "
+                             "the {} a level may have",
+                             in.file, in.total_w, in.total_h, in.tile_w, in.tile_h, grid,
+                             kMaxDicomTiles));
+  }
   std::string organization = in.organization;
   if (organization.empty()) {
     if (in.frames == grid * planes || (in.frames == grid && in.positions.empty())) {
@@ -235,14 +247,14 @@ TileLevel make_level(const std::string& path, const Instance& in, int file_index
   } catch (const IoError& e) {
     refuse(path, e.what());
   }
+  if (organization == "TILED_FULL" && in.frames < grid) {
+    refuse(path, fmt::format("'{}' is TILED_FULL with {} frames for a grid of {}x{} tiles",
+                             in.file, in.frames, level.cols, level.rows));
+  }
   level.offsets.assign(static_cast<size_t>(grid), 0);
   level.sizes.assign(static_cast<size_t>(grid), 0);
   if (!frame_file.empty()) level.tile_files.assign(static_cast<size_t>(grid), file_index);
   if (organization == "TILED_FULL") {
-    if (in.frames < grid) {
-      refuse(path, fmt::format("'{}' is TILED_FULL with {} frames for a grid of {}x{} tiles",
-                               in.file, in.frames, level.cols, level.rows));
-    }
     if (planes > 1) {
       spdlog::info("DICOM slide '{}': '{}' holds {} focal plane(s) and {} optical path(s); "
                    "reading the first of each",

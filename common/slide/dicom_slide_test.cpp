@@ -394,6 +394,22 @@ TEST(DicomSlide, SparseTilesWithoutAFrameAreWhite) {
   EXPECT_EQ(at(20, 20), 30);
 }
 
+// Issue 21's third hostile round: a header claiming a 2^31 x 2^31 pixel matrix ended the whole job
+// with std::bad_alloc (the tile table is allocated by the claimed grid), and 2^31 x 2,500 took
+// 1.3 GB before the slide failed. Both are refused, naming the grid, before anything is allocated.
+TEST(DicomSlide, HugeClaimedGridIsRefusedBeforeAllocating) {
+  Minimal sparse;
+  sparse.width = sparse.height = 2147483647;
+  sparse.organization = "TILED_SPARSE";
+  sparse.positions = {{1, 1}};
+  write_minimal((test_dir() / "huge_sparse.dcm").string(), sparse);
+  expect_refusal((test_dir() / "huge_sparse.dcm").string(), "tiles: more than the 16777216");
+  Minimal full;  // a grid under the limit: one frame for a million tiles, refused before the table
+  full.width = 16777216;
+  write_minimal((test_dir() / "huge_full.dcm").string(), full);
+  expect_refusal((test_dir() / "huge_full.dcm").string(), "TILED_FULL with 1 frames for a grid of");
+}
+
 TEST(DicomSlide, FirstFocalPlaneIsRead) {
   Minimal m;
   m.frames = 2;
