@@ -803,6 +803,14 @@ int run_generation(const Config& config, Comm& comm, std::string& ingest_dir_out
     locks.push_back(hold_input(comm, s.embed_dir, config.stage));
     locks.push_back(hold_input(comm, s.patchgen_dir, config.stage));
     check_stage_input(comm, s.embed_dir, config.stage.verify);
+    // The patch index's slide table goes into every shard's meta.h5 (sealed there): it is
+    // checked against patchgen's _SUCCESS first, so that damage is not sealed in.
+    done_by_root(comm, [&] {
+      const std::string why = finish_output_problem(s.patchgen_dir, kIndexFile, config.stage.verify);
+      if (!why.empty()) {
+        fail<IoError>("input patchgen is damaged: {}; rerun patchgen with --verify full", why);
+      }
+    });
     inputs.insert(inputs.end(), {s.embed_dir, s.patchgen_dir});
     s.embed_success = read_json_file((fs::path(s.embed_dir) / "_SUCCESS").string()).value();
     s.embeddings_path = (fs::path(s.embed_dir) / kEmbeddingsFile).string();

@@ -34,8 +34,19 @@ struct PatchLookup::Impl {
     embed_checked[source] = 1;
   }
 
+  // The patch index of `source`, read once its index.h5 passes its check in patchgen's _SUCCESS
+  // at `verify`: its slide table places every point query (a changed downsample answered for
+  // another place with exit 0).
   const IndexInfo& info(size_t source) const {
-    if (!infos[source]) infos[source] = load_index_info(catalog->path(catalog->sources[source].patchgen_dir));
+    if (!infos[source]) {
+      const std::string dir = catalog->path(catalog->sources[source].patchgen_dir);
+      const std::string why = finish_output_problem(dir, kIndexFile, verify);
+      if (!why.empty()) {
+        fail<IoError>("the patch index of '{}' is damaged: {}; rerun patchgen with --verify full",
+                      dir, why);
+      }
+      infos[source] = load_index_info(dir);
+    }
     return *infos[source];
   }
   // Rows of `slide` in `source`'s index, or {0, 0}.

@@ -267,6 +267,42 @@ TEST(SealedOutputsE2E, StoredEmbeddingDamageFletcherMissesIsRefused) {
   EXPECT_EQ(log, answer);
 }
 
+// Issue 21, case 2, through the point lookup: a slide's downsample in index.h5 changed in place
+// (valid HDF5, checksums rewritten) placed query --slide's point elsewhere, exit 0; query and
+// ingest now check index.h5 against patchgen's _SUCCESS.
+TEST(SealedOutputsE2E, ChangedSlideTableOfThePatchIndexIsRefused) {
+  auto point_query = [](std::string* log) {
+    return run_command(kQuery + " --index " + patch_index() +
+                           " --slide b --x 500 --y 400 -k 3 --format csv --threads 1 "
+                           "--log-level error",
+                       log);
+  };
+  std::string log;
+  ASSERT_EQ(point_query(&log), 0) << log;
+  const std::string answer = log;
+  const std::string path = Cohort::run() + "/patchgen/index.h5";
+  const std::string before = read_file(path);
+  {
+    h5::File f = h5::File::open(path, h5::Mode::kReadWrite);
+    const double three = 3.0;
+    f.open_dataset("slides/downsample").write_rows(&three, 1, 1);
+    f.close();
+  }
+  ASSERT_NE(read_file(path), before);
+  EXPECT_EQ(point_query(&log), 1) << log;
+  EXPECT_NE(log.find("index.h5"), std::string::npos) << log;
+  EXPECT_EQ(run_command(mpirun(2) + kIngest + " --run " + Cohort::run() +
+                            " --name check2 --shards 2 --threads 1",
+                        &log),
+            1)
+      << log;
+  EXPECT_NE(log.find("index.h5"), std::string::npos) << log;
+  atomic_write_file(path, before);
+  fs::remove_all(Cohort::run() + "/ingest/check2");
+  EXPECT_EQ(point_query(&log), 0) << log;
+  EXPECT_EQ(log, answer);
+}
+
 // Damage to aggregate's cohort file (written by its finish) is found by the slide index built
 // from it, naming the file.
 TEST(SealedOutputsE2E, DamagedCohortFileIsRefusedByTheSlideIndex) {
