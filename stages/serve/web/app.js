@@ -102,7 +102,7 @@ function drawOutlines() {
   for (const el of state.overlays) viewer.removeOverlay(el);
   state.overlays = [];
   drawMosaic();
-  if (!state.result) return;
+  if (!state.result || $('view-patches').hidden) return;
   const q = state.result.query;
   if (q.slide_id === state.slide && q.box) addOutline(q.box[0], q.box[1], q.box[2], q.box[3], 'query');
   else if (q.slide_id === state.slide && q.footprint) addOutline(q.x, q.y, q.footprint, q.footprint, 'query');

@@ -3,7 +3,8 @@
 // point, checks that k hit thumbnails with scores appear and that a filter narrows them, turns the
 // heatmap on, opens a hit; then asks for the similar cases and slides of a slide (by patient and
 // slide vector, and by mosaic voting), checks the ranked lists and opens slides from them; fails on
-// any console error. Keeps two screenshots: SCREENSHOT.png (patches) and SCREENSHOT-similar.png.
+// any console error. Keeps screenshots: SCREENSHOT.png (patches), SCREENSHOT-cases.png and
+// SCREENSHOT-similar.png.
 //   NODE_PATH=.../web/npm/node_modules node browser_test.js URL CHROMIUM SCREENSHOT.png
 'use strict';
 const puppeteer = require('puppeteer-core');
@@ -95,7 +96,10 @@ function check(ok, what) {
     check(cases.length === 2 && !cases.includes('P2') && cases.includes('P1') && cases.includes('P3'),
       'similar cases of c by patient vector: P1 and P3, not its own patient (' + cases + ')');
     const caseSlides = await page.$$eval('#similar-list li[data-patient="P1"] figcaption', (els) => els.map((e) => e.textContent));
-    check(caseSlides.join(',') === 'a,b', 'patient P1 shows its slides a and b');
+    const shot3 = screenshot.replace(/\.png$/, '') + '-cases.png';
+    await page.screenshot({ path: shot3 });
+    check(fs.statSync(shot3).size > 10000, 'screenshot ' + shot3);
+    check(caseSlides.join(',') === 'a,b', 'patient P1 shows its slides a and b (' + caseSlides + ')');
     await page.click('#similar-list li[data-patient="P1"] img[data-open="b"]');
     await page.waitForFunction(loaded, {}, 'b');
     check(true, 'a slide thumbnail of a similar case opens that slide');

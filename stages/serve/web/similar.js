@@ -90,9 +90,9 @@ function thumb(id) {
 
 function measure(e) {
   if (similar.method === 'vote') {
-    return `<div class="measure"><b>${e.votes}</b> vote${e.votes === 1 ? '' : 's'}<div class="muted">best ${e.best_score.toFixed(3)}</div></div>`;
+    return `<div class="measure"><b>${e.votes}</b> vote${e.votes === 1 ? '' : 's'}<div class="muted">best ${e.best_score.toFixed(4)}</div></div>`;
   }
-  return `<div class="measure"><b class="score">${e.score.toFixed(3)}</b><div class="muted">${esc(similar.result.search.metric === 'ip' ? 'cosine' : 'distance')}</div></div>`;
+  return `<div class="measure"><b class="score">${e.score.toFixed(4)}</b><div class="muted">${esc(similar.result.search.metric === 'ip' ? 'cosine' : 'distance')}</div></div>`;
 }
 
 function renderSimilar() {
@@ -114,7 +114,7 @@ function renderSimilar() {
     const li = document.createElement('li');
     if (similar.kind === 'cases') {
       const id = e.patient_id;
-      const slides = e.slides ? e.slides.split('|') : [...state.cohort.values()].filter((s) => (s.patient_id || s.slide_id) === id).map((s) => s.slide_id);
+      const slides = e.slides ? [...new Set(e.slides.split('|'))] : [...state.cohort.values()].filter((s) => (s.patient_id || s.slide_id) === id).map((s) => s.slide_id);
       li.dataset.patient = id;
       li.innerHTML = `<div class="rank">${e.rank}</div><div class="body"><div class="id">${esc(id)}</div>
         <div>${chips(labelsOf(e, slides[0]))}</div>
@@ -136,7 +136,7 @@ function renderSimilar() {
 }
 
 // The mosaic of the slide the votes came from, outlined while the ranking is shown (app.js's
-// drawOutlines calls this).
+// drawOutlines calls this; it draws the patch hits only while the Patches tab is shown).
 function drawMosaic() {
   if ($('view-similar').hidden || similar.source !== state.slide) return;
   for (const p of similar.mosaic) addOutline(p.x, p.y, p.size, p.size, 'query mosaic');
