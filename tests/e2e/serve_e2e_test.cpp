@@ -689,6 +689,8 @@ TEST(ServeE2E, TwentyThousandMixedRequestsOverSixteenConnections) {
     }
   }
   std::atomic<int64_t> server_errors{0}, failures{0}, answered{0};
+  std::mutex failed_mutex;
+  std::vector<std::string> failed;  // what the requests without an answer met
   auto client = [&](int c, int requests) {
     std::mt19937 rng(1000 + c);
     httplib::Client cli("127.0.0.1", service.port());
@@ -713,6 +715,8 @@ TEST(ServeE2E, TwentyThousandMixedRequestsOverSixteenConnections) {
       }();
       if (!r) {
         ++failures;
+        std::lock_guard<std::mutex> lock(failed_mutex);
+        failed.push_back(fmt::format("kind {}: {}", kind, httplib::to_string(r.error())));
         continue;
       }
       ++answered;
@@ -729,7 +733,7 @@ TEST(ServeE2E, TwentyThousandMixedRequestsOverSixteenConnections) {
   round(20000);
   const int64_t after = rss_of(service.rank0());
   EXPECT_EQ(server_errors, 0);
-  EXPECT_EQ(failures, 0);
+  EXPECT_EQ(failures, 0) << fmt::format("{}", fmt::join(failed, "; "));
   EXPECT_EQ(answered, 24000);
   EXPECT_LE(after, before * 105 / 100) << "RSS " << before << " -> " << after << " bytes";
   httplib::Client c("127.0.0.1", service.port());
