@@ -19,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/core/error.h"
 #include "common/core/fs.h"
 #include "common/mpi/comm.h"
 #include "common/store/index.h"
@@ -490,6 +491,35 @@ TEST(ServeE2E, SlideAndCaseSearchInProcessEqualQuery) {
     EXPECT_NE(r.body.find("--slide-index"), std::string::npos) << r.body;
   }
   EXPECT_EQ(bare.post("/api/v1/mosaic-vote", json{{"slide_id", "a"}}.dump()).status, 200);
+}
+
+TEST(ServeE2E, WhichSlideIndexesAreServed) {
+  using serve::SlideIndexes;
+  const Catalog catalog = load_catalog(Cohort::index("flat"));
+  EXPECT_EQ(SlideIndexes::load("auto", catalog).describe().size(), 2u);
+  EXPECT_TRUE(SlideIndexes::load("none", catalog).empty());
+  const SlideIndexes one = SlideIndexes::load(Cohort::index(Cohort::kPatientIndex), catalog);
+  EXPECT_EQ(one.describe().size(), 1u);
+  EXPECT_EQ(one.find("slide", ""), nullptr);
+  EXPECT_NE(one.find("patient", ""), nullptr);
+  EXPECT_NE(one.find("patient", Cohort::kPatientIndex), nullptr);
+  EXPECT_EQ(one.find("patient", "other"), nullptr);
+  EXPECT_EQ(SlideIndexes::load(Cohort::index(Cohort::kSlideIndex) + "," +
+                                   Cohort::index(Cohort::kPatientIndex), catalog)
+                .describe()
+                .size(),
+            2u);
+  // A patch index or a missing folder is no slide index; the same one twice is refused.
+  EXPECT_THROW(SlideIndexes::load(Cohort::index("flat"), catalog), InvalidInput);
+  EXPECT_THROW(SlideIndexes::load(Cohort::index("nosuch"), catalog), InvalidInput);
+  EXPECT_THROW(SlideIndexes::load(Cohort::index(Cohort::kSlideIndex) + "," +
+                                      Cohort::index(Cohort::kSlideIndex), catalog),
+               InvalidInput);
+  // Vectors of another embed tag: not found by auto, served when named.
+  Catalog other = catalog;
+  other.tag = "another-model";
+  EXPECT_TRUE(SlideIndexes::load("auto", other).empty());
+  EXPECT_EQ(SlideIndexes::load(Cohort::index(Cohort::kSlideIndex), other).describe().size(), 1u);
 }
 
 TEST(ServeE2E, ATokenIsRequiredWhenGiven) {
