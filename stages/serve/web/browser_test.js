@@ -127,6 +127,14 @@ function check(ok, what) {
     const shot2 = screenshot.replace(/\.png$/, '') + '-similar.png';
     await page.screenshot({ path: shot2 });
     check(fs.statSync(shot2).size > 10000, 'screenshot ' + shot2);
+    // A filter on the voting patches narrows the slides: only colon, and not d's own patient.
+    await page.type('#similar-filter', 'site = colon');
+    await page.keyboard.press('Enter');
+    await page.waitForFunction(() => {
+      const ids = [...document.querySelectorAll('#similar-list li[data-slide]')].map((e) => e.dataset.slide);
+      return ids.length === 1 && ids[0] === 'b';
+    });
+    check(true, 'a filter on the voting patches leaves slide b (colon) alone');
     const first = ranked[0].id;
     await page.click('#similar-list li[data-slide]');
     await page.waitForFunction(() => document.getElementById('slide-title').textContent !== 'd' &&

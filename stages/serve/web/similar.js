@@ -30,8 +30,12 @@ function fillMethods() {
   select.replaceChildren();
   if (index) select.add(new Option(`${level} vector (${index.encoder})`, 'vector'));
   select.add(new Option('mosaic vote (patch index)', 'vote'));
+  showFilter();
   $('similar-title').textContent = similar.kind === 'cases' ? 'Similar cases' : 'Similar slides';
 }
+
+// Mosaic votes search the patch index, where query's filter language applies.
+function showFilter() { $('similar-filter-label').hidden = $('similar-method').value !== 'vote'; }
 
 async function findSimilar(kind) {
   if (kind) showTab(kind);
@@ -45,7 +49,10 @@ async function findSimilar(kind) {
   try {
     let result;
     if (method === 'vote') {
-      result = await call('/mosaic-vote', { slide_id: state.slide, k, exclude_same_patient: exclude });
+      const body = { slide_id: state.slide, k, exclude_same_patient: exclude };
+      const filter = $('similar-filter').value.trim();
+      if (filter) body.filter = filter;
+      result = await call('/mosaic-vote', body);
     } else if (similar.kind === 'cases') {
       if (!slide.patient_id) throw new Error(`slide ${state.slide} has no patient id`);
       result = await call('/similar-patients', { patient_id: slide.patient_id, k, exclude_same_patient: exclude });
@@ -153,6 +160,6 @@ $('tab-patches').addEventListener('click', () => showTab('patches'));
 $('tab-slides').addEventListener('click', () => showTab('slides'));
 $('tab-cases').addEventListener('click', () => showTab('cases'));
 for (const id of ['similar-method', 'similar-k', 'similar-exclude']) {
-  $(id).addEventListener('change', () => { if (similar.result) findSimilar(); });
+  $(id).addEventListener('change', () => { showFilter(); if (similar.result) findSimilar(); });
 }
 $('similar-form').addEventListener('submit', (e) => { e.preventDefault(); findSimilar(); });
