@@ -122,7 +122,7 @@ Response Api::similar(const Front& front, const Request& request, const std::str
   if (row < 0) throw NotFound(why);
   const query::SimilarHits hits = index->search(row, spec.k, spec.exclude_same_patient);
   json j = index->report_json(hits, spec.k, spec.exclude_same_patient);
-  j["search"]["name"] = index->catalog().dir;
+  j["search"]["index_dir"] = index->catalog().dir;
   j["generation"] = front.generation();
   j["latency_ms"] = elapsed_ms(start);
   return {200, "application/json", j.dump(), {}};
