@@ -40,7 +40,7 @@ SlideIndexes SlideIndexes::load(const std::string& spec, const Catalog& patch) {
         }
         out.add(name, std::move(index));
       } catch (const std::exception& e) {
-        spdlog::warn("not serving the {}-level index '{}': {}", "slide or patient", dir, e.what());
+        spdlog::warn("not serving the slide/patient index '{}': {}", dir, e.what());
       }
     }
   } else {
