@@ -114,18 +114,6 @@ TEST(StatusFormat, Ranks) {
   EXPECT_EQ(format_ranks({0, 2, 4}), "0,2,4");
 }
 
-TEST(StatusFormat, UtcTimes) {
-  auto a = parse_utc("2026-11-30T10:00:00.000Z");
-  auto b = parse_utc("2026-11-30T11:02:03.5Z");
-  ASSERT_TRUE(a && b);
-  EXPECT_DOUBLE_EQ(*b - *a, 3723.5);
-  EXPECT_DOUBLE_EQ(*parse_utc("1970-01-02T00:00:00Z"), 86400.0);
-  EXPECT_FALSE(parse_utc(""));
-  EXPECT_FALSE(parse_utc("2026-11-30 10:00:00"));
-  EXPECT_FALSE(parse_utc("2026-11-30T10:00:00.000"));
-  EXPECT_FALSE(parse_utc("2026-11-30T10:00:00.Z"));
-}
-
 TEST_F(StatusTest, CompleteRunWithIngest) {
   complete("patchgen", "patchgen", 2,
            {{"patches", 7200},
