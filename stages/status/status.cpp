@@ -6,16 +6,19 @@
 
 #include "common/core/error.h"
 #include "common/core/options.h"
+#include "stages/status/graph.h"
 
 namespace tessera::status {
 
 namespace {
 
 constexpr const char* kUsage =
-    "tessera-status RUN [--json | --incomplete]\n\n"
+    "tessera-status RUN [--json | --incomplete]\n"
+    "tessera-status --graph\n\n"
     "Shows, for each stage directory of run directory RUN (patchgen and embed parts, ingest\n"
     "generations), whether it is complete, running, incomplete (which ranks), stale or missing,\n"
     "its counts, failed slides, duration and throughput, and the commands to run next.\n"
+    "--graph prints the stage graph (order, folders, executables) as JSON for launchers.\n"
     "Exit code: 0 all complete, 4 something not complete, 2 no such run directory.";
 
 }  // namespace
@@ -25,10 +28,13 @@ int status_main(const std::vector<std::string>& args, std::ostream& out, std::os
   po::options_description desc("Options");
   desc.add_options()
       ("run", po::value<std::string>(), "run directory (also the first positional argument)")
-      ("json", po::bool_switch(), "print the report as JSON (schema in stages/status/README.md)")
+      ("json", po::bool_switch(), "print the report as JSON (schema in docs/operations.md)")
       ("incomplete", po::bool_switch(),
        "print one line per stage directory not complete: <stage> <tag|name|-> <part> <parts> "
        "<state>")
+      ("graph", po::bool_switch(),
+       "print the stage graph as JSON (every stage in chain order: name, folder, kind, "
+       "name_option, reads, executable) and exit; takes no run directory")
       ("help,h", po::bool_switch(), "show the options and exit")
       ("version", po::bool_switch(), "print the version and git revision and exit");
   po::positional_options_description positional;
@@ -47,6 +53,14 @@ int status_main(const std::vector<std::string>& args, std::ostream& out, std::os
   }
   if (values["version"].as<bool>()) {
     out << version_text("tessera-status");
+    return 0;
+  }
+  if (values["graph"].as<bool>()) {
+    if (values.count("run") || values["json"].as<bool>() || values["incomplete"].as<bool>()) {
+      err << "tessera-status: --graph takes no run directory, --json or --incomplete\n";
+      return kExitBadInput;
+    }
+    out << graph_json().dump(2) << "\n";
     return 0;
   }
   if (!values.count("run")) {
