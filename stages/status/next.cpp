@@ -14,6 +14,13 @@ namespace tessera::status {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// The stage whose outputs ingest --level slide|patient indexes (stages/aggregate).
+constexpr const char* kSlideVectorStage = "aggregate";
+
+}  // namespace
+
 std::string shell_word(const std::string& word) {
   const bool plain = !word.empty() && std::all_of(word.begin(), word.end(), [](char c) {
     return std::isalnum(static_cast<unsigned char>(c)) || std::string("_./=:,+-").find(c) !=
@@ -68,6 +75,22 @@ void set_generation_next(std::vector<StageStatus>& generations, const std::strin
   }
 }
 
+void set_vector_index_next(StageStatus& index) {
+  if (index.run_json_damaged || index.state == State::kRunning ||
+      index.state == State::kMissing) {
+    return;
+  }
+  if (index.state == State::kIncomplete || index.state == State::kStale) {
+    const bool complete_without_catalog = index.exit_code.has_value();
+    index.next = rerun_command(kIngestStage, index.dir, index.world_size,
+                               complete_without_catalog ? std::vector<std::string>{"--overwrite"}
+                                                        : std::vector<std::string>{});
+    if (index.next.empty() && index.problem.empty()) {
+      index.problem = "no config.ini or world size to rerun";
+    }
+  }
+}
+
 std::optional<StageStatus> due_generation(const std::string& root, const std::string& name,
                                           const std::string& tag,
                                           const std::vector<StageStatus>& generations,
@@ -110,6 +133,19 @@ std::vector<std::string> ingest_suggestions(const std::string& run,
     if (!t.all_complete || ingested.count(tag)) continue;
     out.push_back(fmt::format("mpirun -np {} ingest --run {} --tag {}", t.world_size.value_or(1),
                               shell_word(run), shell_word(tag)));
+  }
+  return out;
+}
+
+std::vector<std::string> vector_index_suggestions(const std::string& run,
+                                                  const std::vector<StageStatus>& rows,
+                                                  const std::set<std::string>& indexed) {
+  std::vector<std::string> out;
+  for (const StageStatus& s : rows) {
+    if (s.stage != kSlideVectorStage || s.state != State::kComplete || indexed.count(s.name)) continue;
+    out.push_back(fmt::format("mpirun -np 1 ingest --run {} --level {} --slides {}",
+                              shell_word(run), shell_word(s.level.empty() ? "slide" : s.level),
+                              shell_word(s.name)));
   }
   return out;
 }

@@ -37,6 +37,12 @@ void set_part_next(StageStatus& s, const std::vector<StageStatus>& siblings,
 void set_generation_next(std::vector<StageStatus>& generations, const std::string& tag,
                          const std::string& name);
 
+// Sets `next` of a slide- or patient-level index (state.h is_vector_index) that is not complete:
+// incomplete or stale, a rerun from its config.ini (the level, aggregate output and name as
+// recorded); complete without its slide_catalog.json, the same with --overwrite (a rerun alone
+// would find the directory complete).
+void set_vector_index_next(StageStatus& index);
+
 // The embed output of a tag as ingest suggestions need it.
 struct EmbedTag {
   std::string tag;
@@ -59,5 +65,12 @@ std::optional<StageStatus> due_generation(const std::string& root, const std::st
 std::vector<std::string> ingest_suggestions(const std::string& run,
                                             const std::map<std::string, EmbedTag>& tags,
                                             const std::set<std::string>& ingested);
+
+// "mpirun -np 1 ingest --run RUN --level L --slides NAME" for every aggregate output among `rows`
+// that is complete (exit code 0) and that no slide- or patient-level index takes in (`indexed`:
+// the aggregate outputs taken in). One rank: the index is built by rank 0.
+std::vector<std::string> vector_index_suggestions(const std::string& run,
+                                                  const std::vector<StageStatus>& rows,
+                                                  const std::set<std::string>& indexed);
 
 }  // namespace tessera::status

@@ -27,17 +27,15 @@ nlohmann::json str_or_null(const std::string& v) {
 }  // namespace
 
 std::string part_text(const StageStatus& s) {
+  if (is_vector_index(s)) return s.level;
   return stage_decl(s.stage).kind == DirKind::kNamedGenerations ? fmt::format("gen {}", s.part)
                              : fmt::format("{} of {}", s.part, s.parts);
 }
 
 std::string row_name(const StageStatus& s) {
-  switch (stage_decl(s.stage).kind) {
-    case DirKind::kNamedGenerations: return s.name;
-    case DirKind::kNamedParts: return s.tag;
-    case DirKind::kParts: break;
-  }
-  return "-";
+  const StageDecl& decl = stage_decl(s.stage);
+  if (decl.kind == DirKind::kParts) return "-";
+  return decl.name_option == "--tag" ? s.tag : s.name;
 }
 
 std::string row_title(const StageStatus& s) {
@@ -71,9 +69,10 @@ nlohmann::json to_json(const RunStatus& status) {
         {"stage", s.stage},
         {"tag", str_or_null(s.tag)},
         {"name", str_or_null(s.name)},
-        {"generation", stage_decl(s.stage).kind == DirKind::kNamedGenerations
+        {"generation", stage_decl(s.stage).kind == DirKind::kNamedGenerations && !is_vector_index(s)
                            ? nlohmann::json(s.part)
                            : nlohmann::json(nullptr)},
+        {"level", str_or_null(s.level)},
         {"part", s.part},
         {"parts", s.parts},
         {"dir", s.dir},

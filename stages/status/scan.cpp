@@ -34,21 +34,30 @@ bool is_dir(const std::string& path) {
   return fs::is_directory(path, ec);
 }
 
-void scan_parts(const std::string& root, const std::string& stage, const std::string& tag,
+// The rows of one stage root (RUN/<stage> or RUN/<stage>/<name>) and its parts.
+void scan_parts(const std::string& root, const StageDecl& decl, const std::string& name,
                 std::vector<StageStatus>& out) {
   std::vector<StageStatus> rows;
   for (const PartName& pd : parts_under(root)) {
     StageStatus s;
-    s.stage = stage;
-    s.tag = tag;
+    s.stage = decl.name;
+    (decl.name_option == "--tag" ? s.tag : s.name) = name;
     s.part = pd.part;
     s.parts = pd.parts;
     s.dir = part_dir(root, pd.part, pd.parts);
     read_stage_dir(s);
     rows.push_back(std::move(s));
   }
-  for (auto& s : rows) set_part_next(s, rows, stage);
+  for (auto& s : rows) set_part_next(s, rows, decl.name);
   out.insert(out.end(), rows.begin(), rows.end());
+}
+
+// True when `dir` is itself a stage directory (the skeleton's files are there).
+bool holds_stage_files(const std::string& dir) {
+  for (const char* file : {kRunFile, kSuccessFile, kStaleFile, kRanksLockFile}) {
+    if (path_exists(stage_file(dir, file))) return true;
+  }
+  return false;
 }
 
 // The generations listed in an ingest catalog.json.
@@ -73,6 +82,21 @@ void scan_ingest(const std::string& run, const std::string& name,
   for (const auto& d : list_subdirectories(root)) {
     if (auto g = parse_generation_name(d)) gens[*g] = join_path(root, d);
   }
+  if (gens.empty() && holds_stage_files(root)) {
+    // A slide- or patient-level index: one stage directory, the root itself.
+    StageStatus s;
+    s.stage = kIngestStage;
+    s.name = name;
+    s.dir = root;
+    read_stage_dir(s);
+    if (s.level.empty() || s.level == "patch") {
+      s.level = "slide";  // no generations, no readable level: as ingest --level slide made it
+    }
+    require_slide_catalog(s);
+    set_vector_index_next(s);
+    out.push_back(std::move(s));
+    return;
+  }
   std::string tag = json_get<std::string>(catalog, "tag").value_or("");
   std::vector<StageStatus> rows;
   for (const auto& [g, dir] : gens) {
@@ -80,6 +104,7 @@ void scan_ingest(const std::string& run, const std::string& name,
     s.stage = kIngestStage;
     s.name = name;
     s.tag = tag;
+    s.level = "patch";
     s.part = g;
     s.dir = dir;
     read_stage_dir(s);
@@ -162,9 +187,10 @@ RunStatus scan_run(const std::string& run) {
   // Every stage of the graph, in chain order; named stages by name.
   std::map<std::string, EmbedTag> tags;  // embed's tags, which ingest's rows refer to
   std::set<std::string> ingested;
+  std::set<std::string> indexed;  // the aggregate outputs that slide-level indexes take in
   for (const StageDecl& decl : graph) {
     if (decl.kind == DirKind::kParts) {
-      scan_parts(layout.stage_root(decl.name), decl.name, "", status.stages);
+      scan_parts(layout.stage_root(decl.name), decl, "", status.stages);
       continue;
     }
     for (const auto& name : layout.names(decl.name)) {
@@ -172,11 +198,11 @@ RunStatus scan_run(const std::string& run) {
       if (decl.kind == DirKind::kNamedGenerations) {
         scan_ingest(status.run, name, tags, status.stages);
         for (size_t i = first; i < status.stages.size(); ++i) {
-          ingested.insert(status.stages[i].tag);
+          (is_vector_index(status.stages[i]) ? indexed : ingested).insert(status.stages[i].tag);
         }
         continue;
       }
-      scan_parts(layout.stage_root(decl.name, name), decl.name, name, status.stages);
+      scan_parts(layout.stage_root(decl.name, name), decl, name, status.stages);
       if (decl.name == kEmbedStage) tags[name] = embed_tag(name, status.stages, first);
     }
   }
@@ -186,6 +212,9 @@ RunStatus scan_run(const std::string& run) {
   }
   status.services = running_services(join_path(status.run, kServicesDir));
   for (auto& command : ingest_suggestions(status.run, tags, ingested)) {
+    status.next.push_back(std::move(command));
+  }
+  for (auto& command : vector_index_suggestions(status.run, status.stages, indexed)) {
     status.next.push_back(std::move(command));
   }
   return status;

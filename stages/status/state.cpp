@@ -63,6 +63,11 @@ bool is_complete(State state) {
   return state == State::kComplete || state == State::kCompleteWithFailures;
 }
 
+bool is_vector_index(const StageStatus& s) {
+  return stage_decl(s.stage).kind == DirKind::kNamedGenerations &&
+         (s.level == "slide" || s.level == "patient");
+}
+
 int exit_code(const RunStatus& status) {
   for (const auto& s : status.stages) {
     if (!is_complete(s.state)) return kExitNotComplete;
@@ -89,9 +94,11 @@ void read_stage_dir(StageStatus& s) {
   }
   s.world_size = json_get<int>(run_json, "world_size");
   if (!s.world_size) s.world_size = json_get<int>(success, "world_size");
-  if (stage_decl(s.stage).kind == DirKind::kNamedGenerations && s.tag.empty()) {
+  if (stage_decl(s.stage).kind != DirKind::kParts && s.tag.empty()) {
     s.tag = json_get<std::string>(run_json, "tag").value_or("");
+    if (s.tag.empty()) s.tag = json_get<std::string>(run_json, "slides").value_or("");
   }
+  if (s.level.empty()) s.level = json_get<std::string>(run_json, "level").value_or("");
   s.progress = last_progress(join_path(s.dir, "progress.jsonl"));
 
   // A run.json that exists but cannot be read: nothing here can be resumed or trusted.
@@ -118,6 +125,7 @@ void read_stage_dir(StageStatus& s) {
     s.success_status = json_get<std::string>(success, "status").value_or("");
     s.rows = json_get<int64_t>(success, "rows");
     if (!s.rows) s.rows = json_get<int64_t>(success, "patches");
+    if (!s.rows) s.rows = json_get<int64_t>(success, "vectors");
     if (s.stage == kPatchgenStage) {
       s.slides_ok = json_get<int64_t>(success, "slides_ok");
       s.slides_failed = json_get<int64_t>(success, "slides_failed");
@@ -177,6 +185,13 @@ void require_listed_generations(std::vector<StageStatus>& generations, const std
                                                : catalog_problem;
     s.problem = why + "; query cannot use it: rerun ingest to rebuild the catalog";
   }
+}
+
+void require_slide_catalog(StageStatus& index) {
+  if (!is_complete(index.state) || exists(join_path(index.dir, "slide_catalog.json"))) return;
+  index.state = State::kIncomplete;
+  index.problem = "slide_catalog.json is missing; query cannot use it: rerun ingest with "
+                  "--overwrite to rebuild the index";
 }
 
 }  // namespace tessera::status

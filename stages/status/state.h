@@ -37,13 +37,18 @@ struct FailedSlide {
   std::string reason;
 };
 
-// One stage directory (one part of a stage, or one ingest generation). Optional fields are empty
-// when the files do not tell (no _SUCCESS, no marker).
+// One stage directory (one part of a stage, one ingest generation, one slide- or patient-level
+// index). Optional fields are empty when the files do not tell (no _SUCCESS, no marker).
 struct StageStatus {
-  std::string stage;  // "patchgen", "embed", "ingest"
-  std::string tag;    // embed: its tag; ingest: the embed tag taken in (when known)
-  std::string name;   // ingest: RUN/ingest/<name>
-  int part = 0;       // ingest: the generation
+  std::string stage;  // a stage of the graph: "patchgen", "embed", "aggregate", "ingest"
+  // Stages named by --tag (embed): the folder's name. Others: the input taken in, when known
+  // (aggregate, ingest: the embed tag; a slide-level index: the aggregate output).
+  std::string tag;
+  std::string name;   // stages named by --name (aggregate, ingest): the folder's name
+  // aggregate: "slide" or "patient" (run.json); ingest: "patch" for generations, else the
+  // slide- or patient-level index's (run.json); "" for other stages.
+  std::string level;
+  int part = 0;       // ingest: the generation (0 for a slide-level index)
   int parts = 1;      // ingest: generations found or due
   std::string dir;    // absolute
   State state = State::kMissing;
@@ -66,11 +71,13 @@ struct StageStatus {
 
 struct RunStatus {
   std::string run;  // absolute
-  // patchgen parts, then embed tags (by name) and their parts, then ingest names (by name) and
-  // their generations.
+  // Every stage of the graph in chain order (patchgen parts, embed tags by name and their parts,
+  // aggregate outputs by name, ingest names by name and their generations or their slide-level
+  // index).
   std::vector<StageStatus> stages;
   // Commands in the order to run them: the stages' `next`, then an ingest for every embed tag
-  // that is complete and not ingested anywhere.
+  // that is complete and not ingested anywhere, then a slide-level ingest for every complete
+  // aggregate output that no index takes in.
   std::vector<std::string> next;
   // Running `serve` processes registered in RUN/serve/<name>.json (index, host, port, url, pid, ...);
   // on this host only those whose process is alive, on other hosts every one.
@@ -80,13 +87,25 @@ struct RunStatus {
 // 0 when every row is complete (with or without failures), kExitNotComplete otherwise.
 int exit_code(const RunStatus& status);
 
+// True for a slide- or patient-level index (ingest --level slide|patient): one stage directory at
+// RUN/ingest/<name> itself, no generations.
+bool is_vector_index(const StageStatus& s);
+
 // Reads the stage directory `s.dir` into `s` (stage, names, part and dir already set): state,
 // ranks, counts, times, progress and problem; `next` is left to next.h. The state, by
 // precedence: stale (_STALE, or an input changed since: lineage.h), running (.ranks.lock held
 // elsewhere), incomplete (run.json damaged), complete or complete with failures (_SUCCESS and its
 // exit code), incomplete (run.json), missing (no run.json; no directory). Ranks and rows come
 // from _SUCCESS when complete, else from the markers that pass the cheap check a rerun makes.
+// Rows: _SUCCESS rows, patches (patchgen, embed) or vectors (aggregate). An empty `s.tag` of a
+// named stage is taken from run.json's "tag" (ingest --level slide|patient: "slides"), an empty
+// `s.level` from run.json's "level".
 void read_stage_dir(StageStatus& s);
+
+// A slide- or patient-level index is served only with its slide_catalog.json (written by rank 0
+// before _SUCCESS): complete without it is incomplete, with why in `problem`; a rerun finds the
+// directory complete, so its next command starts it afresh (next.h).
+void require_slide_catalog(StageStatus& index);
 
 // An ingest generation is served only once catalog.json lists it (ingest writes the catalog
 // after the generation's _SUCCESS): rows of `generations` that are complete but whose generation
