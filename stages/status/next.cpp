@@ -63,6 +63,13 @@ void set_part_next(StageStatus& s, const std::vector<StageStatus>& siblings,
   }
 }
 
+void spell_out_stale_names(StageStatus& s, const std::string& name_option) {
+  if (s.state != State::kStale || s.next.empty() || name_option != "--name" || s.tag.empty()) {
+    return;
+  }
+  s.next += " --tag " + shell_word(s.tag) + " --name " + shell_word(s.name);
+}
+
 void set_generation_next(std::vector<StageStatus>& generations, const std::string& tag,
                          const std::string& name) {
   const std::vector<std::string> names = {"--tag", tag, "--name", name};
@@ -81,10 +88,13 @@ void set_vector_index_next(StageStatus& index) {
     return;
   }
   if (index.state == State::kIncomplete || index.state == State::kStale) {
-    const bool complete_without_catalog = index.exit_code.has_value();
-    index.next = rerun_command(kIngestStage, index.dir, index.world_size,
-                               complete_without_catalog ? std::vector<std::string>{"--overwrite"}
-                                                        : std::vector<std::string>{});
+    std::vector<std::string> extra;
+    if (index.state == State::kStale && !index.tag.empty()) {
+      extra = {"--slides", index.tag, "--name", index.name};
+    } else if (index.exit_code) {  // complete, without its catalog
+      extra = {"--overwrite"};
+    }
+    index.next = rerun_command(kIngestStage, index.dir, index.world_size, extra);
     if (index.next.empty() && index.problem.empty()) {
       index.problem = "no config.ini or world size to rerun";
     }

@@ -31,6 +31,14 @@ std::string rerun_command(const std::string& program, const std::string& config_
 void set_part_next(StageStatus& s, const std::vector<StageStatus>& siblings,
                    const std::string& program);
 
+// A stale directory starts afresh whatever its configuration, so its command may spell out what
+// its config.ini may have left to defaults and that could resolve differently now (a second embed
+// tag, a second aggregate output); an incomplete one resumes only with config.ini's values as
+// they were given (the stages fingerprint them so), so its command adds nothing. For a stale row
+// of a stage named by --name that records the embed tag it read (aggregate): appends "--tag T
+// --name N" to `s.next`.
+void spell_out_stale_names(StageStatus& s, const std::string& name_option);
+
 // Sets `next` of every incomplete or stale generation of ingest index `name` made from embed tag
 // `tag`: a rerun from its config.ini with --tag and --name spelt out (ingest fingerprints them as
 // resolved), plus --append for generations after the first (an append resumes as one).
@@ -38,9 +46,10 @@ void set_generation_next(std::vector<StageStatus>& generations, const std::strin
                          const std::string& name);
 
 // Sets `next` of a slide- or patient-level index (state.h is_vector_index) that is not complete:
-// incomplete or stale, a rerun from its config.ini (the level, aggregate output and name as
-// recorded); complete without its slide_catalog.json, the same with --overwrite (a rerun alone
-// would find the directory complete).
+// incomplete, a rerun from its config.ini (the level, aggregate output and name as recorded);
+// stale, the same with "--slides S --name N" spelt out (see spell_out_stale_names); complete
+// without its slide_catalog.json, the rerun with --overwrite (a rerun alone would find the
+// directory complete).
 void set_vector_index_next(StageStatus& index);
 
 // The embed output of a tag as ingest suggestions need it.

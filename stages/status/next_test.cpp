@@ -127,6 +127,33 @@ TEST_F(NextTest, DueGenerationOnlyWhenSettledAndPartsAreOut) {
   EXPECT_FALSE(due_generation(root, "idx", "uni", {}, {{"parts_in", {0}}}, embed));
 }
 
+TEST(NextStaleNames, SpeltOutOnlyForStaleRowsOfStagesNamedByName) {
+  StageStatus s;
+  s.stage = "aggregate";
+  s.tag = "uni";
+  s.name = "mean uni";
+  s.state = State::kStale;
+  s.next = "mpirun -np 2 aggregate --config /r/config.ini";
+  spell_out_stale_names(s, "--name");
+  EXPECT_EQ(s.next, "mpirun -np 2 aggregate --config /r/config.ini --tag uni --name 'mean uni'");
+  for (State state : {State::kIncomplete, State::kMissing}) {
+    StageStatus t = s;
+    t.state = state;
+    t.next = "x";
+    spell_out_stale_names(t, "--name");  // a resume keeps config.ini's values as given
+    EXPECT_EQ(t.next, "x");
+  }
+  StageStatus embed = s;
+  embed.next = "x";
+  spell_out_stale_names(embed, "--tag");
+  EXPECT_EQ(embed.next, "x");
+  StageStatus unknown_tag = s;
+  unknown_tag.tag.clear();
+  unknown_tag.next = "x";
+  spell_out_stale_names(unknown_tag, "--name");
+  EXPECT_EQ(unknown_tag.next, "x");
+}
+
 TEST(NextSuggestions, IngestForCompleteTagsNotIngested) {
   std::map<std::string, EmbedTag> tags = {{"a", {"a", 1, true, 4}},
                                           {"b", {"b", 1, true, std::nullopt}},

@@ -48,7 +48,10 @@ void scan_parts(const std::string& root, const StageDecl& decl, const std::strin
     read_stage_dir(s);
     rows.push_back(std::move(s));
   }
-  for (auto& s : rows) set_part_next(s, rows, decl.name);
+  for (auto& s : rows) {
+    set_part_next(s, rows, decl.name);
+    spell_out_stale_names(s, decl.name_option);
+  }
   out.insert(out.end(), rows.begin(), rows.end());
 }
 

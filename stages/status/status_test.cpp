@@ -597,8 +597,11 @@ TEST_F(StatusTest, StaleAggregateAndSlideIndexAreRerunInChainOrder) {
   const StageStatus& index = find(s, "ingest", 0, "mean-uni");
   EXPECT_EQ(a.state, State::kStale);
   EXPECT_EQ(index.state, State::kStale);
-  EXPECT_EQ(a.next, "mpirun -np 2 aggregate --config " + dir("aggregate/mean-uni/config.ini"));
-  EXPECT_EQ(index.next, "mpirun -np 1 ingest --config " + dir("ingest/mean-uni/config.ini"));
+  // Started afresh: what config.ini may have left to defaults is spelt out.
+  EXPECT_EQ(a.next, "mpirun -np 2 aggregate --config " + dir("aggregate/mean-uni/config.ini") +
+                        " --tag uni --name mean-uni");
+  EXPECT_EQ(index.next, "mpirun -np 1 ingest --config " + dir("ingest/mean-uni/config.ini") +
+                            " --slides mean-uni --name mean-uni");
   // The embed tag is complete and not ingested at patch level: that suggestion comes last.
   EXPECT_EQ(s.next, (std::vector<std::string>{
                         a.next, index.next,

@@ -9,7 +9,8 @@
 # 2. Bad options exit 2; a stage that fails gives the chain its exit code.
 # 3. patchgen -> embed -> aggregate -> ingest (patch level) -> ingest --level slide, P = 2; a
 #    rerun redoes nothing.
-# 4. embed --overwrite of a part makes the aggregate output and both indexes stale; a deleted
+# 4. With a second embed tag (so that a default tag is ambiguous), embed --overwrite of a part
+#    makes the aggregate output and both indexes stale; a deleted
 #    slide_catalog.json leaves the slide index incomplete: every `next` command tessera-status
 #    prints is run as printed, and the run is complete afterwards.
 set -euo pipefail
@@ -115,6 +116,11 @@ run_every_next() {
   echo "$n"
 }
 
+log "a second embed tag: the aggregate output's config.ini (tag left to its default) is ambiguous now"
+for p in 0 1; do
+  mpirun -np 2 "$build/stages/embed/embed" --run "$run" --model vit-tiny --tag second \
+    --batch-size 8 --part "$p" --parts 2 > "$work/second.log" 2>&1 || fail "embed --tag second exited $?"
+done
 log "embed --overwrite of part 1: aggregate output and indexes stale"
 mpirun -np 2 "$build/stages/embed/embed" --config "$run/embed/vit-tiny/part-00001-of-00002/config.ini" \
   --overwrite > "$work/overwrite.log" 2>&1 || fail "embed --overwrite exited $?"
@@ -122,7 +128,10 @@ incomplete="$("$status" "$run" --incomplete || true)"
 [[ "$incomplete" == $'aggregate mean 0 1 stale\ningest mean-idx 0 1 stale\ningest vit-tiny 0 1 stale' ]] ||
   fail "expected aggregate and both indexes stale, got: $incomplete"
 n="$(run_every_next)"
-((n == 3)) || fail "expected 3 next commands, ran $n"
+# aggregate, the slide index, the patch index, and the suggested ingest of tag 'second'.
+((n == 4)) || fail "expected 4 next commands, ran $n"
+grep -q -- "aggregate --config $run/aggregate/mean/config.ini --tag vit-tiny --name mean" \
+  "$work/before.json" || fail "the stale aggregate's command does not name its tag"
 
 log "slide_catalog.json deleted: the slide index is rebuilt"
 rm "$run/ingest/mean-idx/slide_catalog.json"
