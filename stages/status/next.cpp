@@ -152,7 +152,8 @@ std::vector<std::string> vector_index_suggestions(const std::string& run,
                                                   const std::set<std::string>& indexed) {
   std::vector<std::string> out;
   for (const StageStatus& s : rows) {
-    if (s.stage != kSlideVectorStage || s.state != State::kComplete || indexed.count(s.name)) continue;
+    const bool indexable = s.stage == kSlideVectorStage && s.state == State::kComplete;
+    if (!indexable || indexed.count(s.name)) continue;
     out.push_back(fmt::format("mpirun -np 1 ingest --run {} --level {} --slides {}",
                               shell_word(run), shell_word(s.level.empty() ? "slide" : s.level),
                               shell_word(s.name)));

@@ -65,13 +65,13 @@ nlohmann::json to_json(const RunStatus& status) {
     for (const auto& f : s.failed_slides) {
       failed.push_back({{"slide_id", f.slide_id}, {"reason", f.reason}});
     }
+    const bool generation =
+        stage_decl(s.stage).kind == DirKind::kNamedGenerations && !is_vector_index(s);
     stages.push_back({
         {"stage", s.stage},
         {"tag", str_or_null(s.tag)},
         {"name", str_or_null(s.name)},
-        {"generation", stage_decl(s.stage).kind == DirKind::kNamedGenerations && !is_vector_index(s)
-                           ? nlohmann::json(s.part)
-                           : nlohmann::json(nullptr)},
+        {"generation", generation ? nlohmann::json(s.part) : nlohmann::json(nullptr)},
         {"level", str_or_null(s.level)},
         {"part", s.part},
         {"parts", s.parts},

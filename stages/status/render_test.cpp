@@ -39,7 +39,8 @@ TEST(Render, RowNamesAndTitlesFollowTheStageKind) {
 TEST(Render, EmptyRunAndNullsInJson) {
   RunStatus s;
   s.run = "/r";
-  EXPECT_EQ(format_table(s), "run /r\n\nno stage directories\n\nall 0 stage directories complete\n");
+  EXPECT_EQ(format_table(s),
+            "run /r\n\nno stage directories\n\nall 0 stage directories complete\n");
   s.stages = {row("patchgen", "", "", 0, 1, State::kIncomplete)};
   const nlohmann::json j = to_json(s);
   EXPECT_EQ(j["exit_code"], kExitNotComplete);
