@@ -127,6 +127,32 @@ mpirun -np 2 "$build/stages/embed/embed" --config "$run/embed/vit-tiny/part-0000
 incomplete="$("$status" "$run" --incomplete || true)"
 [[ "$incomplete" == $'aggregate mean 0 1 stale\ningest mean-idx 0 1 stale\ningest vit-tiny 0 1 stale' ]] ||
   fail "expected aggregate and both indexes stale, got: $incomplete"
+# What submit --rerun-failed would resubmit (a dry run needs no cluster): aggregate, the slide
+# index after it, and the patch index afresh (--append refuses a stale index); not patchgen or
+# embed, which are complete.
+mkdir -p "$run/slurm"
+/usr/bin/python3 - "$run/slurm/submit.json" "$work/manifest.csv" <<'PY'
+import json, sys
+keys = ["manifest", "parts", "model", "tag", "name", "gpu", "failed_slides", "patchgen_args",
+        "embed_args", "aggregate_args", "ingest_args", "sbatch", "patchgen_sbatch", "embed_sbatch",
+        "aggregate_sbatch", "ingest_sbatch", "build", "scripts", "srun_mpi", "aggregate",
+        "slide_index"]
+cfg = dict.fromkeys(keys)
+cfg.update(manifest=sys.argv[2], parts=2, model="vit-tiny", tag="vit-tiny", name="vit-tiny",
+           gpu=False, failed_slides="continue", aggregate="mean", slide_index="mean-idx")
+json.dump(cfg, open(sys.argv[1], "w"))
+PY
+"$submit" --rerun-failed "$run" --build "$build" --dry-run > "$work/rerun.sh" 2> "$work/rerun.err" ||
+  fail "submit --rerun-failed --dry-run exited $? ($(cat "$work/rerun.err"))"
+[[ "$(grep -o 'job-name=tessera-[a-z]*' "$work/rerun.sh" | xargs)" == \
+   "job-name=tessera-aggregate job-name=tessera-ingest job-name=tessera-ingest" ]] ||
+  fail "unexpected resubmission: $(cat "$work/rerun.sh")"
+grep -q -- 'ingest.sbatch --run [^ ]* --tag vit-tiny --name vit-tiny)$' "$work/rerun.sh" ||
+  fail "the stale patch index is not resubmitted afresh: $(cat "$work/rerun.sh")"
+# shellcheck disable=SC2016  # the dry run prints shell variables
+grep -q -- '--dependency=afterok:${aggregate}.*--level slide --slides mean --name mean-idx' \
+  "$work/rerun.sh" || fail "the slide index does not wait for aggregate: $(cat "$work/rerun.sh")"
+rm -r "$run/slurm"
 n="$(run_every_next)"
 # aggregate, the slide index, the patch index, and the suggested ingest of tag 'second'.
 ((n == 4)) || fail "expected 4 next commands, ran $n"
