@@ -19,9 +19,9 @@ const char* kind_name(DirKind kind) {
   return "?";
 }
 
-// The folder of `decl` under a run, asked of the layout (a named stage's root is
-// <folder>/<name>).
-std::string folder_of(const StageDecl& decl) {
+}  // namespace
+
+std::string stage_folder(const StageDecl& decl) {
   const fs::path run = "/run";
   fs::path root = RunLayout(run.string()).stage_root(
       decl.name, decl.kind == DirKind::kParts ? "" : "name");
@@ -29,13 +29,11 @@ std::string folder_of(const StageDecl& decl) {
   return root.lexically_relative(run).string();
 }
 
-}  // namespace
-
 nlohmann::json graph_json() {
   nlohmann::json stages = nlohmann::json::array();
   for (const StageDecl& decl : stage_graph()) {
     stages.push_back({{"name", decl.name},
-                      {"folder", folder_of(decl)},
+                      {"folder", stage_folder(decl)},
                       {"kind", kind_name(decl.kind)},
                       {"name_option", decl.name_option.empty() ? nlohmann::json(nullptr)
                                                                : nlohmann::json(decl.name_option)},

@@ -3,9 +3,17 @@
 // instead of spelling them. Pure.
 #pragma once
 
+#include <string>
+
 #include <nlohmann/json.hpp>
 
+#include "common/stage/layout.h"
+
 namespace tessera::status {
+
+// The folder of `decl`'s directories relative to a run directory, as RunLayout builds it
+// ("patchgen", "embed", ...; a named stage's roots are <folder>/<name>).
+std::string stage_folder(const StageDecl& decl);
 
 // {"format_version": 1, "stages": [{"name", "folder", "kind", "name_option", "reads",
 // "executable"}, ...]} with the stages in chain order (every stage after the stages it reads).

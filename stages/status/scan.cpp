@@ -16,6 +16,7 @@
 #include "common/core/error.h"
 #include "common/core/fs.h"
 #include "common/stage/layout.h"
+#include "stages/status/graph.h"
 #include "stages/status/next.h"
 #include "stages/status/read.h"
 
@@ -180,10 +181,11 @@ RunStatus scan_run(const std::string& run) {
   const RunLayout layout(run);
   status.run = layout.run();
   const auto& graph = stage_graph();
-  if (std::none_of(graph.begin(), graph.end(),
-                   [&](const StageDecl& d) { return is_dir(join_path(status.run, d.name)); })) {
+  if (std::none_of(graph.begin(), graph.end(), [&](const StageDecl& d) {
+        return is_dir(join_path(status.run, stage_folder(d)));
+      })) {
     std::vector<std::string> names;
-    for (const auto& d : graph) names.push_back(d.name + "/");
+    for (const auto& d : graph) names.push_back(stage_folder(d) + "/");
     fail<InvalidInput>("'{}' is not a tessera run directory (no {})", status.run,
                        fmt::join(names, ", "));
   }

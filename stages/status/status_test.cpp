@@ -13,6 +13,7 @@
 
 #include "common/core/error.h"
 #include "common/core/fs.h"
+#include "common/stage/layout.h"
 #include "common/stage/marker.h"
 
 namespace tessera::status {
@@ -35,6 +36,13 @@ class StatusTest : public ::testing::Test {
   void TearDown() override { fs::remove_all(run_); }
 
   std::string dir(const std::string& relative) const { return (run_ / relative).string(); }
+
+  // RUN/<aggregate's folder>/<name>, relative to the run, as the layout places it.
+  std::string aggregate(const std::string& name) const {
+    return fs::path(RunLayout(run_.string()).stage_root("aggregate", name))
+        .lexically_relative(RunLayout(run_.string()).run())
+        .string();
+  }
 
   static void write(const std::string& path, const std::string& text) {
     fs::create_directories(fs::path(path).parent_path());
@@ -529,10 +537,10 @@ namespace {
 TEST_F(StatusTest, AggregateOutputsAndSlideLevelIndexes) {
   complete("patchgen", "patchgen", 2, {{"patches", 10}});
   complete("embed/uni", "embed", 2, {{"patches", 10}});
-  start("aggregate/mean-uni", "aggregate", 2, {{"tag", "uni"}, {"level", "slide"}});
-  success("aggregate/mean-uni", "aggregate", 2, {{"vectors", 4}, {"level", "slide"}});
-  start("aggregate/mean-uni-patient", "aggregate", 3, {{"tag", "uni"}, {"level", "patient"}});
-  success("aggregate/mean-uni-patient", "aggregate", 3, {{"vectors", 2}, {"level", "patient"}});
+  start(aggregate("mean-uni"), "aggregate", 2, {{"tag", "uni"}, {"level", "slide"}});
+  success(aggregate("mean-uni"), "aggregate", 2, {{"vectors", 4}, {"level", "slide"}});
+  start(aggregate("mean-uni-patient"), "aggregate", 3, {{"tag", "uni"}, {"level", "patient"}});
+  success(aggregate("mean-uni-patient"), "aggregate", 3, {{"vectors", 2}, {"level", "patient"}});
   start("ingest/mean-uni", "ingest", 1, {{"level", "slide"}, {"slides", "mean-uni"}});
   success("ingest/mean-uni", "ingest", 1, {{"rows", 4}});
   write(dir("ingest/mean-uni/slide_catalog.json"), R"({"format_version": 1})");
@@ -584,9 +592,9 @@ TEST_F(StatusTest, AggregateOutputsAndSlideLevelIndexes) {
 TEST_F(StatusTest, StaleAggregateAndSlideIndexAreRerunInChainOrder) {
   complete("patchgen", "patchgen", 2, {{"patches", 10}});
   complete("embed/uni", "embed", 2, {{"patches", 10}});
-  start("aggregate/mean-uni", "aggregate", 2, {{"tag", "uni"}, {"level", "slide"}});
-  success("aggregate/mean-uni", "aggregate", 2, {{"vectors", 4}});
-  write(dir("aggregate/mean-uni/_STALE"), R"({"reason": "its input was replaced"})");
+  start(aggregate("mean-uni"), "aggregate", 2, {{"tag", "uni"}, {"level", "slide"}});
+  success(aggregate("mean-uni"), "aggregate", 2, {{"vectors", 4}});
+  write(dir(aggregate("mean-uni") + "/_STALE"), R"({"reason": "its input was replaced"})");
   start("ingest/mean-uni", "ingest", 1, {{"level", "slide"}, {"slides", "mean-uni"}});
   success("ingest/mean-uni", "ingest", 1, {{"rows", 4}});
   write(dir("ingest/mean-uni/slide_catalog.json"), R"({"format_version": 1})");
@@ -598,8 +606,8 @@ TEST_F(StatusTest, StaleAggregateAndSlideIndexAreRerunInChainOrder) {
   EXPECT_EQ(a.state, State::kStale);
   EXPECT_EQ(index.state, State::kStale);
   // Started afresh: what config.ini may have left to defaults is spelt out.
-  EXPECT_EQ(a.next, "mpirun -np 2 aggregate --config " + dir("aggregate/mean-uni/config.ini") +
-                        " --tag uni --name mean-uni");
+  EXPECT_EQ(a.next, "mpirun -np 2 aggregate --config " +
+                        dir(aggregate("mean-uni") + "/config.ini") + " --tag uni --name mean-uni");
   EXPECT_EQ(index.next, "mpirun -np 1 ingest --config " + dir("ingest/mean-uni/config.ini") +
                             " --slides mean-uni --name mean-uni");
   // The embed tag is complete and not ingested at patch level: that suggestion comes last.
@@ -616,8 +624,8 @@ TEST_F(StatusTest, StaleAggregateAndSlideIndexAreRerunInChainOrder) {
 // its slide_catalog.json (which query reads) is rebuilt with --overwrite.
 TEST_F(StatusTest, UnfinishedSlideIndexes) {
   complete("embed/uni", "embed", 1, {{"patches", 10}});
-  start("aggregate/mean-uni", "aggregate", 1, {{"tag", "uni"}, {"level", "slide"}});
-  success("aggregate/mean-uni", "aggregate", 1, {{"vectors", 4}});
+  start(aggregate("mean-uni"), "aggregate", 1, {{"tag", "uni"}, {"level", "slide"}});
+  success(aggregate("mean-uni"), "aggregate", 1, {{"vectors", 4}});
   start("ingest/mean-uni", "ingest", 2, {{"level", "slide"}, {"slides", "mean-uni"}});
   RunStatus s = scan();
   const StageStatus* index = &find(s, "ingest", 0, "mean-uni");
@@ -640,8 +648,8 @@ TEST_F(StatusTest, UnfinishedSlideIndexes) {
   EXPECT_EQ(find(s, "ingest", 0, "mean-uni").state, State::kComplete);
   EXPECT_EQ(exit_code(s), 0);
   // An aggregate output that has no vectors (exit code 3) gets no index suggestion.
-  start("aggregate/empty", "aggregate", 1, {{"tag", "uni"}, {"level", "slide"}});
-  success("aggregate/empty", "aggregate", 1,
+  start(aggregate("empty"), "aggregate", 1, {{"tag", "uni"}, {"level", "slide"}});
+  success(aggregate("empty"), "aggregate", 1,
           {{"vectors", 0}, {"exit_code", 3}, {"status", "completed_without_vectors"}});
   s = scan();
   EXPECT_EQ(find(s, "aggregate", 0, "empty").state, State::kCompleteWithFailures);

@@ -52,6 +52,11 @@ grep -qx "extra not-run $build/stages/extra/extra" <<<"$listed" || fail "chain.s
 listed="$("$submit" --build "$build" --status-tool "$work/status-extra" --list-stages)"
 grep -qx "extra not-submitted extra" <<<"$listed" || fail "submit: $listed"
 
+# Where the layout puts aggregate's outputs (RUN/<folder>/<name>).
+agg="$("$status" --graph | /usr/bin/python3 -c '
+import json, sys
+print([s["folder"] for s in json.load(sys.stdin)["stages"] if s["name"] == "aggregate"][0])')"
+
 log "a cohort of 4 slides, 2 per part"
 mkdir -p "$work/slides"
 {
@@ -81,17 +86,17 @@ log "the chain with aggregate and a slide-level index"
 chain_run > "$work/chain.log" 2>&1 || fail "chain.sh exited $? (log: $work/chain.log)"
 for d in patchgen/part-00000-of-00002 patchgen/part-00001-of-00002 \
          embed/vit-tiny/part-00000-of-00002 embed/vit-tiny/part-00001-of-00002 \
-         aggregate/mean ingest/vit-tiny/gen-00000 ingest/mean-idx; do
+         "$agg/mean" ingest/vit-tiny/gen-00000 ingest/mean-idx; do
   [[ -f "$run/$d/_SUCCESS" ]] || fail "$run/$d/_SUCCESS missing"
 done
-[[ -f "$run/aggregate/mean/slides.h5" && -f "$run/ingest/mean-idx/slide_catalog.json" ]] ||
+[[ -f "$run/$agg/mean/slides.h5" && -f "$run/ingest/mean-idx/slide_catalog.json" ]] ||
   fail "no cohort file or slide catalog"
 "$status" "$run" > "$work/status.txt" || fail "tessera-status exited $? after the chain"
 grep -q "^ingest     mean-idx  *slide   complete" "$work/status.txt" || fail "$(cat "$work/status.txt")"
 grep -q "^next:" "$work/status.txt" && fail "next commands after a complete chain: $(cat "$work/status.txt")"
-cp "$run/aggregate/mean/_SUCCESS" "$work/aggregate_SUCCESS"
+cp "$run/$agg/mean/_SUCCESS" "$work/aggregate_SUCCESS"
 chain_run > "$work/rerun.log" 2>&1 || fail "the rerun exited $?"
-cmp -s "$work/aggregate_SUCCESS" "$run/aggregate/mean/_SUCCESS" || fail "the rerun redid aggregate"
+cmp -s "$work/aggregate_SUCCESS" "$run/$agg/mean/_SUCCESS" || fail "the rerun redid aggregate"
 
 log "a stage that fails gives its exit code"
 rc=0; chain_run --aggregate bad --aggregate-args "--pooling bogus" > "$work/bad.log" 2>&1 || rc=$?
@@ -156,7 +161,7 @@ rm -r "$run/slurm"
 n="$(run_every_next)"
 # aggregate, the slide index, the patch index, and the suggested ingest of tag 'second'.
 ((n == 4)) || fail "expected 4 next commands, ran $n"
-grep -q -- "aggregate --config $run/aggregate/mean/config.ini --tag vit-tiny --name mean" \
+grep -q -- "aggregate --config $run/$agg/mean/config.ini --tag vit-tiny --name mean" \
   "$work/before.json" || fail "the stale aggregate's command does not name its tag"
 
 log "slide_catalog.json deleted: the slide index is rebuilt"

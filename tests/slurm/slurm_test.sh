@@ -182,7 +182,10 @@ case "$case_name" in
     wait_jobs "${jobs[@]}"
     expect_all_completed "${jobs[@]}"
     expect_complete_run "$run"
-    for d in aggregate/mean ingest/mean-idx; do
+    agg="$("$build/stages/status/tessera-status" --graph | /usr/bin/python3 -c '
+import json, sys
+print([s["folder"] for s in json.load(sys.stdin)["stages"] if s["name"] == "aggregate"][0])')"
+    for d in "$agg/mean" ingest/mean-idx; do
       [[ -f "$run/$d/_SUCCESS" ]] || fail "$run/$d/_SUCCESS missing"
     done
     status="$build/stages/status/tessera-status"
