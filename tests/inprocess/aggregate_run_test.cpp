@@ -42,7 +42,7 @@ class AggregateRun : public ::testing::Test {
     return RunLayout(run).stage_root("aggregate", name);
   }
   // The files of an output that hold vectors (every .h5 and .pt below it, by relative path), with
-  // their bytes; the skeleton's own files (run.json, markers, _SUCCESS) hold times and are left out.
+  // their bytes; the skeleton's own files (run.json, markers, _SUCCESS) hold times: left out.
   // TRIDENT's "savetodir" attribute names the file's own folder: its occurrences of `dir` become
   // "<dir>" (the outputs compared have names of one length, so nothing else moves).
   static std::map<std::string, std::string> vector_files(const std::string& dir) {
