@@ -624,9 +624,10 @@ TEST_F(StatusTest, StaleAggregateAndSlideIndexAreRerunInChainOrder) {
   EXPECT_EQ(index.state, State::kStale);
   // Started afresh: what config.ini may have left to defaults is spelt out.
   EXPECT_EQ(a.next, "mpirun -np 2 aggregate --config " +
-                        dir(aggregate("mean-uni") + "/config.ini") + " --tag uni --name mean-uni");
+                        dir(aggregate("mean-uni") + "/config.ini") +
+                        " --tag uni --name mean-uni --run " + run_.string());
   EXPECT_EQ(index.next, "mpirun -np 1 ingest --config " + dir("ingest/mean-uni/config.ini") +
-                            " --slides mean-uni --name mean-uni");
+                            " --slides mean-uni --name mean-uni --run " + run_.string());
   // The embed tag is complete and not ingested at patch level: that suggestion comes last.
   EXPECT_EQ(s.next, (std::vector<std::string>{
                         a.next, index.next,
@@ -647,7 +648,8 @@ TEST_F(StatusTest, UnfinishedSlideIndexes) {
   RunStatus s = scan();
   const StageStatus* index = &find(s, "ingest", 0, "mean-uni");
   EXPECT_EQ(index->state, State::kIncomplete);
-  EXPECT_EQ(index->next, "mpirun -np 2 ingest --config " + dir("ingest/mean-uni/config.ini"));
+  EXPECT_EQ(index->next, "mpirun -np 2 ingest --config " + dir("ingest/mean-uni/config.ini") +
+                             " --run " + run_.string());
   EXPECT_EQ(s.next.size(), 2u);  // the rerun, and the patch-level ingest of tag uni
   EXPECT_EQ(s.next[0], index->next);
 
@@ -658,7 +660,8 @@ TEST_F(StatusTest, UnfinishedSlideIndexes) {
   EXPECT_NE(index->problem.find("slide_catalog.json is missing"), std::string::npos)
       << index->problem;
   EXPECT_EQ(index->next,
-            "mpirun -np 2 ingest --config " + dir("ingest/mean-uni/config.ini") + " --overwrite");
+            "mpirun -np 2 ingest --config " + dir("ingest/mean-uni/config.ini") +
+                " --overwrite --run " + run_.string());
 
   write(dir("ingest/mean-uni/slide_catalog.json"), R"({"format_version": 1})");
   s = scan();
