@@ -35,10 +35,10 @@ bool exists(const std::string& path) {
 
 const std::vector<StageDecl>& stage_graph() {
   static const std::vector<StageDecl> kGraph = {
-      {kPatchgenStage, DirKind::kParts, "", {}},
-      {kEmbedStage, DirKind::kNamedParts, "--tag", {kPatchgenStage}},
-      {"aggregate", DirKind::kNamedParts, "--name", {kEmbedStage, kPatchgenStage}},
-      {kIngestStage, DirKind::kNamedGenerations, "--name",
+      {kPatchgenStage, kPatchgenStage, DirKind::kParts, "", {}},
+      {kEmbedStage, kEmbedStage, DirKind::kNamedParts, "--tag", {kPatchgenStage}},
+      {"aggregate", "slides", DirKind::kNamedParts, "--name", {kEmbedStage, kPatchgenStage}},
+      {kIngestStage, kIngestStage, DirKind::kNamedGenerations, "--name",
        {kEmbedStage, kPatchgenStage, "aggregate"}},
   };
   return kGraph;
@@ -125,9 +125,13 @@ RunLayout::RunLayout(const std::string& run) {
   if (run_.size() > 1 && run_.back() == '/') run_.pop_back();
 }
 
+std::string RunLayout::stage_base(const std::string& stage) const {
+  return (fs::path(run_) / stage_decl(stage).folder).string();
+}
+
 std::string RunLayout::stage_root(const std::string& stage, const std::string& name) const {
   const StageDecl& decl = stage_decl(stage);
-  fs::path root = fs::path(run_) / decl.name;
+  fs::path root = fs::path(stage_base(stage));
   if (decl.kind != DirKind::kParts) {
     if (name.empty()) fail<InvalidInput>("stage '{}' needs a name ({})", stage, decl.name_option);
     root /= name;
@@ -144,7 +148,7 @@ std::string RunLayout::stage_dir(const std::string& stage, const std::string& na
 
 std::vector<std::string> RunLayout::names(const std::string& stage) const {
   if (stage_decl(stage).kind == DirKind::kParts) return {};
-  return list_subdirectories((fs::path(run_) / stage).string());
+  return list_subdirectories(stage_base(stage));
 }
 
 std::vector<StageDir> RunLayout::stage_dirs(const std::string& stage,

@@ -497,9 +497,9 @@ RunStatus scan_run(const std::string& run) {
   status.run = layout.run();
   const auto& graph = stage_graph();
   if (std::none_of(graph.begin(), graph.end(),
-                   [&](const StageDecl& d) { return is_dir(join_path(status.run, d.name)); })) {
+                   [&](const StageDecl& d) { return is_dir(layout.stage_base(d.name)); })) {
     std::vector<std::string> names;
-    for (const auto& d : graph) names.push_back(d.name + "/");
+    for (const auto& d : graph) names.push_back(d.folder + "/");
     fail<InvalidInput>("'{}' is not a tessera run directory (no {})", status.run,
                        fmt::join(names, ", "));
   }
