@@ -30,7 +30,7 @@ std::string vectors_file(int rank) { return "vectors/" + rank_file_name(rank, ".
 // Everything the work needs, derived identically on every rank.
 struct Plan {
   std::string tag;
-  std::string dir;             // RUN/aggregate/<name>
+  std::string dir;             // RUN/slides/<name>
   std::string encoder;         // slide encoder name
   std::string patch_encoder;   // TRIDENT name of the patch encoder
   std::string method;          // pooling or "torchscript"

@@ -22,7 +22,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The aggregate outputs under RUN/aggregate that hold a cohort file of `level`.
+// The aggregate output to index: --slides, else the only one under RUN/slides (aggregate's
+// folder) that holds a cohort file of `level`.
 std::string resolve_source(const Config& config) {
   const RunLayout layout(config.run);
   if (!config.slides.empty()) return layout.stage_root(kAggregateStage, config.slides);
@@ -33,7 +34,7 @@ std::string resolve_source(const Config& config) {
   }
   if (names.size() != 1) {
     fail<InvalidInput>("'{}' holds {} aggregate outputs at {} level ({}): name one with --slides",
-                       (fs::path(layout.run()) / kAggregateStage).string(), names.size(),
+                       layout.stage_base(kAggregateStage), names.size(),
                        config.level, fmt::join(names, ", "));
   }
   return layout.stage_root(kAggregateStage, names.front());

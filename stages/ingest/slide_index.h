@@ -1,5 +1,5 @@
 // ingest --level slide|patient: an index of slide (or patient) vectors, from the cohort file of an
-// aggregate output (RUN/aggregate/<name>/slides.h5 or patients.h5), with their ids, patients and
+// aggregate output (RUN/slides/<name>/slides.h5 or patients.h5), with their ids, patients and
 // labels, for query --similar-slide / --similar-patient. One FAISS index (a cohort has thousands
 // of slides, not millions of patches), built by rank 0 in a stage directory of its own:
 //
@@ -42,7 +42,7 @@ bool has_slide_catalog(const std::string& dir);
 // first"), IoError when it is malformed or of another format version.
 SlideCatalog load_slide_catalog(const std::string& dir);
 
-// Collective. ingest at slide or patient level (config.level): reads RUN/aggregate/<config.slides>
+// Collective. ingest at slide or patient level (config.level): reads RUN/slides/<config.slides>
 // (the only aggregate output of that level when not named), builds RUN/ingest/<name> (default: the
 // aggregate output's name). Returns the exit code, the same on every rank. Throws InvalidInput for
 // a missing or incomplete aggregate output, an index string FAISS refuses, or a folder that holds

@@ -13,10 +13,13 @@
 #include <spdlog/spdlog.h>
 
 #include "common/core/error.h"
+#include "common/core/fs.h"
 #include "common/h5/h5.h"
 #include "common/slide/png_io.h"
+#include "common/stage/layout.h"
 #include "common/store/slide_vectors.h"
 #include "common/store/slide_features.h"
+#include "stages/aggregate/aggregate.h"
 #include "tests/synthslide/tissue_classes.h"
 
 namespace tessera::retrieval {
@@ -130,7 +133,21 @@ nlohmann::json evaluate(const ChainSpec& spec, const Executables& exes) {
   cohort_spec.dir = (dir / "cohort").string();
   const auto t_cohort = Clock::now();
   const std::vector<synth::CohortSlide> plan = synth::plan_cohort(cohort_spec);
-  if (!fs::exists(dir / "cohort" / "truth.csv")) synth::write_cohort(cohort_spec);
+  // The cohort is written once per dir; a dir made for another cohort is refused, not mixed.
+  const nlohmann::json made_for = {
+      {"slides", cohort_spec.slides}, {"patients", cohort_spec.patients},
+      {"width", cohort_spec.width},   {"height", cohort_spec.height},
+      {"seed", cohort_spec.seed},     {"regions", cohort_spec.regions},
+      {"dominant", cohort_spec.dominant}};
+  const std::string spec_file = (dir / "cohort" / "cohort.json").string();
+  if (!fs::exists(dir / "cohort" / "truth.csv")) {
+    synth::write_cohort(cohort_spec);
+    atomic_write_file(spec_file, made_for.dump() + "\n");
+  } else if (const auto found = read_json_file(spec_file); !found || *found != made_for) {
+    fail<InvalidInput>("'{}' holds a cohort made with other parameters ({}, not {}): use another "
+                       "directory",
+                       dir.string(), found ? found->dump() : "unknown", made_for.dump());
+  }
   const double cohort_s = seconds_since(t_cohort);
   std::map<std::string, Slide> slides;
   for (const auto& c : plan) {
@@ -145,6 +162,7 @@ nlohmann::json evaluate(const ChainSpec& spec, const Executables& exes) {
 
   // The chain; stages whose outputs are complete return at once.
   const std::string run_dir = (dir / "run").string();
+  const RunLayout layout(run_dir);
   const std::string& m = spec.model;
   const std::string slide_index = "mean-" + m;
   const auto t_chain = Clock::now();
@@ -168,7 +186,7 @@ nlohmann::json evaluate(const ChainSpec& spec, const Executables& exes) {
   const double chain_s = seconds_since(t_chain);
 
   // Patch mode: queries of every class, sampled evenly over the cohort's patches of that class.
-  const std::string embed_dir = run_dir + "/embed/" + m;
+  const std::string embed_dir = layout.stage_root(kEmbedStage, m);
   struct PatchQuery {
     std::string patient;
     int tissue_class = 0;
@@ -221,7 +239,7 @@ nlohmann::json evaluate(const ChainSpec& spec, const Executables& exes) {
     const int64_t k = std::min<int64_t>(total, most + 10);
     const auto t0 = Clock::now();
     const nlohmann::json j = nlohmann::json::parse(
-        run(exes.query + " --index " + q(run_dir + "/ingest/" + m) + " --vectors " +
+        run(exes.query + " --index " + q(layout.stage_root(kIngestStage, m)) + " --vectors " +
             q(qfile + ":/vectors") + " -k " + std::to_string(k) + " --format json"));
     const double seconds = seconds_since(t0);
     std::map<int, std::pair<double, int>> by_class;  // class -> (sum of precision, queries)
@@ -253,8 +271,8 @@ nlohmann::json evaluate(const ChainSpec& spec, const Executables& exes) {
   }
 
   // Slide-level modes over the slides that have a vector.
-  const CohortVectors cohort =
-      read_cohort_vectors(run_dir + "/aggregate/" + slide_index + "/slides.h5");
+  const CohortVectors cohort = read_cohort_vectors(
+      stage_file(layout.stage_root(kAggregateStage, slide_index), "slides.h5"));
   const auto chance = [&](const std::string& id) {
     const Slide& s = slides.at(id);
     double eligible = 0, same = 0;
@@ -270,7 +288,7 @@ nlohmann::json evaluate(const ChainSpec& spec, const Executables& exes) {
   auto t0 = Clock::now();
   for (const auto& id : cohort.ids) {
     const nlohmann::json j = nlohmann::json::parse(
-        run(exes.query + " --index " + q(run_dir + "/ingest/" + slide_index) +
+        run(exes.query + " --index " + q(layout.stage_root(kIngestStage, slide_index)) +
             " --similar-slide " + id + " --exclude-same-patient -k " + std::to_string(spec.k) +
             " --format json"));
     Ranking r{slides.at(id).diagnosis, {}, chance(id)};
@@ -281,7 +299,7 @@ nlohmann::json evaluate(const ChainSpec& spec, const Executables& exes) {
   t0 = Clock::now();
   for (const auto& id : cohort.ids) {
     const nlohmann::json j = nlohmann::json::parse(
-        run(exes.query + " --index " + q(run_dir + "/ingest/" + m) + " --slide " + id +
+        run(exes.query + " --index " + q(layout.stage_root(kIngestStage, m)) + " --slide " + id +
             " --mosaic-vote --exclude-same-patient -k " + std::to_string(spec.k) +
             " --format json"));
     Ranking r{slides.at(id).diagnosis, {}, chance(id)};
