@@ -31,6 +31,14 @@ bool exists(const std::string& path) {
   return fs::exists(path, ec);
 }
 
+// Whether `dir` itself is a stage directory (holds a file only the skeleton writes there).
+bool holds_stage(const std::string& dir) {
+  for (const char* file : {kRunFile, kSuccessFile, kStaleFile, kRanksLockFile}) {
+    if (exists(stage_file(dir, file))) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 const std::vector<StageDecl>& stage_graph() {
@@ -104,12 +112,7 @@ std::string stage_file(const std::string& stage_dir, const char* file) {
 
 std::vector<PartName> parts_under(const std::string& root) {
   std::vector<PartName> found;
-  for (const char* file : {kRunFile, kSuccessFile, kStaleFile, kRanksLockFile}) {
-    if (exists(stage_file(root, file))) {
-      found.push_back({0, 1});
-      break;
-    }
-  }
+  if (holds_stage(root)) found.push_back({0, 1});
   std::map<int, std::set<int>> by_parts;
   for (const auto& name : list_subdirectories(root)) {
     if (auto p = parse_part_name(name)) by_parts[p->parts].insert(p->part);
@@ -157,6 +160,9 @@ std::vector<StageDir> RunLayout::stage_dirs(const std::string& stage,
   const std::string root = stage_root(stage, name);
   std::vector<StageDir> out;
   if (decl.kind == DirKind::kNamedGenerations) {
+    // A root that is itself a stage directory (ingest --level slide|patient: one index, no
+    // generations) comes first, as generation 0 of one.
+    if (holds_stage(root)) out.push_back({stage, name, 0, 1, root});
     for (const auto& d : list_subdirectories(root)) {
       if (auto g = parse_generation_name(d)) {
         out.push_back({stage, name, *g, 1, generation_dir(root, *g)});

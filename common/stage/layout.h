@@ -116,7 +116,8 @@ class RunLayout {
 
   // Every stage directory of `stage` under the run: the root when it holds a stage, every part
   // folder, and for a split the parts of each split that do not exist yet (dir named but absent);
-  // generations in order for kNamedGenerations. Sorted by name, then part.
+  // generations in order for kNamedGenerations (preceded by the name's root when the root is
+  // itself a stage directory: ingest --level slide|patient). Sorted by name, then part.
   std::vector<StageDir> stage_dirs(const std::string& stage) const;
   // The same for one name of a named stage (or the unnamed stage with name "").
   std::vector<StageDir> stage_dirs(const std::string& stage, const std::string& name) const;

@@ -112,6 +112,13 @@ TEST(Layout, RunLayoutBuildsAndListsStageDirectories) {
   const auto ag = layout.stage_dirs("aggregate");
   ASSERT_EQ(ag.size(), 1u);
   EXPECT_EQ(ag[0].dir, (run / "slides" / "mean-uni").string());
+  // A slide-level index is one stage directory at its name's root (no generations).
+  make_directories(layout.stage_root(kIngestStage, "slides-uni"));
+  atomic_write_file(stage_file(layout.stage_root(kIngestStage, "slides-uni"), kRunFile), "{}");
+  const auto si = layout.stage_dirs(kIngestStage, "slides-uni");
+  ASSERT_EQ(si.size(), 1u);
+  EXPECT_EQ(si[0].dir, layout.stage_root(kIngestStage, "slides-uni"));
+  EXPECT_EQ(layout.stage_dirs(kIngestStage).size(), 3u);  // uni's two generations, slides-uni
   fs::remove_all(run);
 }
 

@@ -10,6 +10,7 @@
 #include "common/core/fs.h"
 #include "common/core/hash.h"
 #include "common/stage/layout.h"
+#include "common/stage/lineage.h"
 #include "common/stage/skeleton.h"
 #include "common/vector/catalog.h"
 #include "common/vector/vector_index.h"
@@ -135,6 +136,16 @@ SlideCatalog load_slide_catalog(const std::string& dir) {
     c.entries_file = j->at("entries_file").get<std::string>();
   } catch (const nlohmann::json::exception& e) {
     fail<IoError>("'{}' is malformed: {}", file, e.what());
+  }
+  if (!path_exists(stage_file(dir, kSuccessFile))) {
+    fail<InvalidInput>("the index '{}' is not complete (no {}): rerun ingest --level {}", dir,
+                       kSuccessFile, c.level);
+  }
+  const std::string why = stale_reason(dir);
+  if (!why.empty()) {
+    fail<InvalidInput>("the index '{}' no longer matches its inputs: {}; rebuild it (ingest "
+                       "--level {} --overwrite)",
+                       dir, why, c.level);
   }
   return c;
 }

@@ -39,7 +39,9 @@ struct SlideCatalog {
 bool has_slide_catalog(const std::string& dir);
 
 // Reads DIR/slide_catalog.json. Throws InvalidInput when there is none ("run ingest --level slide
-// first"), IoError when it is malformed or of another format version.
+// first"), when the index is not complete (no _SUCCESS) or no longer matches its inputs (marked
+// stale by aggregate --overwrite, or its aggregate output changed since: lineage.h); IoError when
+// it is malformed or of another format version.
 SlideCatalog load_slide_catalog(const std::string& dir);
 
 // Collective. ingest at slide or patient level (config.level): reads RUN/slides/<config.slides>

@@ -145,6 +145,18 @@ TEST(Retrieval, SlideSearchAndMosaicVotingBeatChanceOnALabelledCohort) {
     EXPECT_EQ(hits, first_hits) << "nearest slides at R = " << r;
     EXPECT_EQ(votes, first_votes) << "mosaic votes at R = " << r;
   }
+  // aggregate --overwrite with another pooling: the slide index built on it is stale and
+  // refused (exit 2) until rebuilt.
+  ASSERT_EQ(e2e::run_command(mpi + exes.aggregate + " --run " + run +
+                                 " --tag vit-tiny --name mean-r1 --pooling max --overwrite", &log),
+            0) << log;
+  const std::string stale_query =
+      exes.query + " --index " + layout.stage_root(kIngestStage, "slides-mean-r1") + similar;
+  EXPECT_EQ(e2e::run_command(stale_query, &log), 2) << log;
+  EXPECT_NE(log.find("no longer matches its inputs"), std::string::npos) << log;
+  ASSERT_EQ(e2e::run_command(exes.ingest + " --run " + run + " --level slide --slides mean-r1 " +
+                                 "--name slides-mean-r1 --normalize", &log), 0) << log;
+  EXPECT_EQ(e2e::run_command(stale_query, &log), 0) << log;
   if (!::testing::Test::HasFailure()) fs::remove_all(dir);
 }
 
