@@ -23,7 +23,6 @@
 #include "common/core/hash.h"
 #include "common/core/version.h"
 #include "common/stage/layout.h"
-#include "stages/aggregate/aggregate.h"
 #include "tests/retrieval/retrieval_eval.h"
 
 namespace tessera::bench {
@@ -56,7 +55,8 @@ std::string table_row(const std::string& model, const nlohmann::json& modes, int
                        fixed2(m.at(fmt::format("top{}_majority_accuracy", k))),
                        fixed2(m.at(fmt::format("map_at_{}", k))));
   }
-  return row + fmt::format(" {} |", fixed2(modes.at("slide").at("chance_top1")));
+  return row + fmt::format(" {} | {} |", fixed2(patch.at("chance_precision_at_10")),
+                           fixed2(modes.at("slide").at("chance_top1")));
 }
 
 std::vector<std::string> split(const std::string& text) {
@@ -139,8 +139,7 @@ int run(int argc, char** argv) {
         const RunLayout layout(spec.dir + "/run");
         output[model] = {
             {"slides_h5_sha256",
-             sha256_file(stage_file(layout.stage_root(kAggregateStage, "mean-" + model),
-                                    "slides.h5"))},
+             sha256_file(retrieval::slide_cohort_file(layout.run(), "mean-" + model))},
             {"embeddings_sha256_of_first_slide",
              sha256_file(layout.stage_root(kEmbedStage, model) + "/features/S0001.h5")}};
       }
@@ -179,7 +178,7 @@ int run(int argc, char** argv) {
   // The table of docs/performance.md.
   std::cout << "| model | patch P@10 | (tumour / stroma / fat / necrosis) | slide top-1 | slide "
                "top-5 maj. | slide mAP@5 | mosaic top-1 | mosaic top-5 maj. | mosaic mAP@5 | "
-               "chance top-1 |\n|---|---|---|---|---|---|---|---|---|---|\n";
+               "chance P@10 | chance top-1 |\n|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& [model, result] : models.items()) {
     std::cout << table_row(model, result.at("modes"), spec.k) << "\n";
   }

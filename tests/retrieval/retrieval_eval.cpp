@@ -123,6 +123,12 @@ double average_precision_at_k(const std::vector<bool>& relevant, int k) {
   return hits > 0 ? sum / hits : 0.0;
 }
 
+std::string slide_cohort_file(const std::string& run_dir, const std::string& name) {
+  return (fs::path(RunLayout(run_dir).stage_root(kAggregateStage, name)) /
+          cohort_file_name("slide"))
+      .string();
+}
+
 std::string Executables::mpirun_for(int ranks) const {
   return fmt::format("{} -np {} ", mpirun, ranks);
 }
@@ -194,6 +200,7 @@ nlohmann::json evaluate(const ChainSpec& spec, const Executables& exes) {
   std::vector<PatchQuery> queries;
   std::vector<float> vectors;
   std::map<std::string, int64_t> patches_of_patient;
+  std::map<std::string, std::map<int, int64_t>> class_patches;  // patient -> class -> patches
   int dim = 0;
   int64_t patch_size_level0 = 0;
   {
@@ -209,6 +216,7 @@ nlohmann::json evaluate(const ChainSpec& spec, const Executables& exes) {
       for (int64_t r = 0; r < f.rows; ++r) {
         const int c = slide.class_at(f.coords[2 * r] + patch_size_level0 / 2,
                                      f.coords[2 * r + 1] + patch_size_level0 / 2);
+        ++class_patches[slide.patient][c];
         if (c > 0) by_class[c].emplace_back(id, r);
       }
       features.emplace(id, std::move(f));
@@ -243,6 +251,20 @@ nlohmann::json evaluate(const ChainSpec& spec, const Executables& exes) {
             q(qfile + ":/vectors") + " -k " + std::to_string(k) + " --format json"));
     const double seconds = seconds_since(t0);
     std::map<int, std::pair<double, int>> by_class;  // class -> (sum of precision, queries)
+    // Chance of a query: the share of its class among the other patients' patches (what a
+    // random hit would have).
+    std::map<int, double> chance_sum;
+    for (const auto& query : queries) {
+      double same = 0, all = 0;
+      for (const auto& [p, counts] : class_patches) {
+        if (p == query.patient) continue;
+        for (const auto& [c, n] : counts) {
+          all += n;
+          if (c == query.tissue_class) same += n;
+        }
+      }
+      chance_sum[query.tissue_class] += all > 0 ? same / all : 0.0;
+    }
     for (size_t i = 0; i < queries.size(); ++i) {
       int kept = 0, same = 0;
       for (const auto& h : j.at("queries").at(i).at("hits")) {
@@ -258,21 +280,24 @@ nlohmann::json evaluate(const ChainSpec& spec, const Executables& exes) {
       ++n;
     }
     nlohmann::json per_class = nlohmann::json::object();
-    double macro = 0;
+    double macro = 0, macro_chance = 0;
     for (const auto& [c, v] : by_class) {
       per_class[synth::tissue_class_name(c)] = {{"precision_at_10", v.first / v.second},
+                                                {"chance", chance_sum[c] / v.second},
                                                 {"queries", v.second}};
       macro += v.first / v.second;
+      macro_chance += chance_sum[c] / v.second;
     }
+    const double classes = std::max<size_t>(by_class.size(), 1);
     patch_mode = {{"queries", queries.size()},
-                  {"precision_at_10", by_class.empty() ? 0.0 : macro / by_class.size()},
+                  {"precision_at_10", macro / classes},
+                  {"chance_precision_at_10", macro_chance / classes},
                   {"by_class", per_class},
                   {"seconds", seconds}};
   }
 
   // Slide-level modes over the slides that have a vector.
-  const CohortVectors cohort = read_cohort_vectors(
-      stage_file(layout.stage_root(kAggregateStage, slide_index), "slides.h5"));
+  const CohortVectors cohort = read_cohort_vectors(slide_cohort_file(run_dir, slide_index));
   const auto chance = [&](const std::string& id) {
     const Slide& s = slides.at(id);
     double eligible = 0, same = 0;
