@@ -1,5 +1,5 @@
-// aggregate::run at R = 1, 2, 3 ranks as threads over one embed output, then ingest --level slide
-// over each: the same vectors (bitwise) whatever R, the outputs under RUN/slides/<name> (the run
+// aggregate::run at R = 1, 2, 3 ranks as threads (as tests/inprocess does for the other stages) over
+// one embed output, then ingest --level slide over each: the same vectors (bitwise) whatever R, the outputs under RUN/slides/<name> (the run
 // layout's folder of the stage), and a bad tag ending every rank alike.
 #include <gtest/gtest.h>
 
