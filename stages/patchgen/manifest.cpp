@@ -2,12 +2,10 @@
 
 #include <unistd.h>
 
-#include <cerrno>
-#include <cmath>
-#include <cstdlib>
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "common/core/csv.h"
@@ -15,6 +13,7 @@
 #include "common/core/strings.h"
 #include "common/core/fs.h"
 #include "common/core/utf8.h"
+#include "common/core/value_type.h"
 #include "common/store/columns.h"
 
 namespace tessera::patchgen {
@@ -70,15 +69,10 @@ std::string ascii_lower(std::string s) {
   return s;
 }
 
-// A positive, finite decimal number, the whole text; 0 otherwise.
+// A positive decimal number (common/core/value_type.h), the whole text; 0 otherwise.
 double parse_mpp(const std::string& text) {
-  errno = 0;
-  char* end = nullptr;
-  const double value = std::strtod(text.c_str(), &end);
-  if (errno != 0 || end != text.c_str() + text.size() || !std::isfinite(value) || !(value > 0)) {
-    return 0;
-  }
-  return value;
+  const std::optional<double> value = parse_double(text);
+  return value && *value > 0 ? *value : 0;
 }
 
 // One problem per line of `text` that is not valid UTF-8, naming its first bad byte by line and

@@ -3,14 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
-#include <cmath>
-#include <limits>
 #include <type_traits>
 #include <utility>
 
 #include "common/core/error.h"
 #include "common/core/utf8.h"
+#include "common/core/value_type.h"
 
 namespace tessera::query {
 
@@ -61,37 +59,6 @@ const char* column_type_name(ColumnType type) {
 
 namespace {
 
-// The filter's number syntax; sets `integral` when there is no fraction and no exponent.
-bool is_number_syntax(std::string_view s, bool* integral) {
-  size_t i = 0;
-  if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
-  const auto digits = [&] {
-    const size_t start = i;
-    while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i;
-    return i - start;
-  };
-  size_t mantissa = digits();
-  bool plain = true;
-  if (i < s.size() && s[i] == '.') {
-    ++i;
-    mantissa += digits();
-    plain = false;
-  }
-  if (mantissa == 0) return false;
-  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
-    ++i;
-    if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
-    if (digits() == 0) return false;
-    plain = false;
-  }
-  *integral = plain;
-  return i == s.size();
-}
-
-std::string_view strip_plus(std::string_view s) {
-  return !s.empty() && s[0] == '+' ? s.substr(1) : s;
-}
-
 bool is_bare_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
          c == '.' || c == ':' || c == '/' || c == '+' || c == '-';
@@ -105,69 +72,6 @@ std::string lower(std::string s) {
 }
 
 }  // namespace
-
-std::optional<int64_t> parse_int(std::string_view text) {
-  bool integral = false;
-  if (!is_number_syntax(text, &integral) || !integral) return std::nullopt;
-  const std::string_view s = strip_plus(text);
-  int64_t value = 0;
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
-  if (ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
-  return value;
-}
-
-std::optional<double> parse_float(std::string_view text) {
-  bool integral = false;
-  if (!is_number_syntax(text, &integral)) return std::nullopt;
-  const std::string_view s = strip_plus(text);
-  double value = 0;
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
-  if (ec != std::errc() || end != s.data() + s.size() || !std::isfinite(value)) return std::nullopt;
-  return value;
-}
-
-ColumnType infer_column_type(const std::vector<std::string>& values) {
-  bool any = false;
-  bool all_int = true;
-  bool all_float = true;
-  for (const std::string& v : values) {
-    if (v.empty()) continue;
-    any = true;
-    if (all_int && !parse_int(v)) all_int = false;
-    if (!all_int && !parse_float(v)) {
-      all_float = false;
-      break;
-    }
-  }
-  if (!any) return ColumnType::kString;
-  if (all_int) return ColumnType::kInt;
-  return all_float ? ColumnType::kFloat : ColumnType::kString;
-}
-
-std::vector<int64_t> parse_int_column(const std::vector<std::string>& values,
-                                      const std::string& column) {
-  std::vector<int64_t> out(values.size(), 0);
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (values[i].empty()) continue;
-    const auto v = parse_int(values[i]);
-    if (!v) fail<InvalidInput>("column '{}', row {}: '{}' is not an integer", column, i, values[i]);
-    out[i] = *v;
-  }
-  return out;
-}
-
-std::vector<double> parse_float_column(const std::vector<std::string>& values,
-                                       const std::string& column) {
-  std::vector<double> out(values.size(), std::numeric_limits<double>::quiet_NaN());
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (values[i].empty()) continue;
-    const auto v = parse_float(values[i]);
-    if (!v)
-      fail<InvalidInput>("column '{}', row {}: '{}' is not a finite number", column, i, values[i]);
-    out[i] = *v;
-  }
-  return out;
-}
 
 // ------------------------------------------------------------------------------------------------
 // Parsing
@@ -451,9 +355,8 @@ class Parser {
   void check_text_order(const Leaf& leaf, const ColumnSchema& schema, const Token& value) const {
     const bool ordering = leaf.op == Op::kLt || leaf.op == Op::kLe || leaf.op == Op::kGt ||
                           leaf.op == Op::kGe;
-    bool integral = false;
     if (schema.type != ColumnType::kString || !ordering || value.kind != Tok::kBare ||
-        !is_number_syntax(value.text, &integral)) {
+        !is_decimal_number(value.text)) {
       return;
     }
     error(value.pos, fmt::format("column '{}' is string but {} is a number: ordering text by a "
@@ -489,11 +392,10 @@ class Parser {
   // The numeric value of a literal for a numeric column: sets *integer when it is an int64.
   double number_of(const Token& value, const ColumnSchema& schema,
                    std::optional<int64_t>* integer) {
-    *integer = parse_int(value.text);
+    *integer = parse_int64(value.text);
     if (*integer) return static_cast<double>(**integer);
-    if (const auto f = parse_float(value.text)) return *f;
-    bool integral = false;
-    if (is_number_syntax(value.text, &integral)) {
+    if (const auto f = parse_double(value.text)) return *f;
+    if (is_decimal_number(value.text)) {
       error(value.pos, fmt::format("number {} is out of range", value.text));
     }
     const char c = value.text.empty() ? ' ' : value.text[0];
