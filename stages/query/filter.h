@@ -83,7 +83,7 @@ struct ColumnSchema {
   ColumnType type = ColumnType::kString;
 };
 
-struct Program;  // the compiled predicate, private to filter.cpp
+struct Program;  // the compiled predicate (filter_program.h), private to the filter
 
 // A parsed and type-checked filter. Immutable; copies share the compiled program. Thread-safe:
 // evaluate may run concurrently on one Filter.
