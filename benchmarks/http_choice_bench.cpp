@@ -190,10 +190,11 @@ double stalled(int port, int connections) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   namespace po = boost::program_options;
   po::options_description desc("http_choice_bench");
-  desc.add_options()("clients", po::value<int>()->default_value(16), "keep-alive clients")
+  desc.add_options()("help", "this help")
+      ("clients", po::value<int>()->default_value(16), "keep-alive clients")
       ("requests", po::value<int>()->default_value(2000), "requests per client")
       ("stalled", po::value<int>()->default_value(32), "stalled connections")
       ("repetitions", po::value<int>()->default_value(3), "repetitions")
@@ -202,6 +203,10 @@ int main(int argc, char** argv) {
       ("out", po::value<std::string>()->default_value(""), "JSON report (default: stdout)");
   po::variables_map v;
   po::store(po::parse_command_line(argc, argv, desc), v);
+  if (v.count("help")) {
+    std::cout << desc << "\n";
+    return 0;
+  }
   po::notify(v);
   const int clients = v["clients"].as<int>(), requests = v["requests"].as<int>();
   std::string body = "{\"hits\": [";
@@ -247,4 +252,13 @@ int main(int argc, char** argv) {
     std::ofstream(out) << report.dump(2) << "\n";
   }
   return 0;
+}
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "http_choice_bench: " << e.what() << "\n";
+    return 2;
+  }
 }

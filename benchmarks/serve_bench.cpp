@@ -23,6 +23,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
+#include <mutex>
 #include <random>
 #include <thread>
 
@@ -103,10 +105,11 @@ void stop_serve(Running& r) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   namespace po = boost::program_options;
   po::options_description desc("serve_bench");
-  desc.add_options()("index", po::value<std::string>()->required(), "RUN/ingest/NAME")
+  desc.add_options()("help", "this help")
+      ("index", po::value<std::string>()->required(), "RUN/ingest/NAME")
       ("tile-index", po::value<std::string>()->default_value(""), "an index of tiled JPEG slides")
       ("serve", po::value<std::string>()->default_value(""), "the serve executable")
       ("queries", po::value<int>()->default_value(1000), "query vectors")
@@ -118,6 +121,10 @@ int main(int argc, char** argv) {
       ("out", po::value<std::string>()->default_value(""), "JSON report");
   po::variables_map v;
   po::store(po::parse_command_line(argc, argv, desc), v);
+  if (v.count("help")) {
+    std::cout << desc << "\n";
+    return 0;
+  }
   po::notify(v);
   const std::string index = fs::canonical(v["index"].as<std::string>()).string();
   std::string exe = v["serve"].as<std::string>();
@@ -185,6 +192,7 @@ int main(int argc, char** argv) {
     r["start_s"] = s.start_s;
     {
       httplib::Client c("127.0.0.1", s.port);
+      c.set_read_timeout(120);
       c.set_tcp_nodelay(true);
       std::vector<double> one;
       for (const auto& b : bodies) {
@@ -197,20 +205,39 @@ int main(int argc, char** argv) {
     }
     {
       std::atomic<int> next{0}, failed{0};
+      std::mutex failures_mutex;
+      std::map<std::string, int> failures;  // "HTTP <status>" or the client's error, and how often
+      std::vector<double> many_ms;           // every request's round trip
       const auto t0 = Clock::now();
       std::vector<std::thread> pool;
       for (int c = 0; c < clients; ++c) {
         pool.emplace_back([&] {
           httplib::Client cli("127.0.0.1", s.port);
           cli.set_tcp_nodelay(true);
+          cli.set_read_timeout(120);  // slow is measured, not failed (serve's own limit: 30 s)
           for (int q; (q = next++) < Q;) {
+            const auto t1 = Clock::now();
             auto res = cli.Post("/api/v1/search", bodies[q], "application/json");
-            if (!res || res->status != 200) ++failed;
+            const double ms = ms_since(t1);
+            {
+              std::lock_guard lock(failures_mutex);
+              many_ms.push_back(ms);
+            }
+            if (res && res->status == 200) continue;
+            ++failed;
+            const std::string why = res ? fmt::format("HTTP {}: {}", res->status, res->body.substr(0, 200))
+                                        : httplib::to_string(res.error());
+            std::lock_guard lock(failures_mutex);
+            ++failures[why];
           }
         });
       }
       for (auto& t : pool) t.join();
-      r["many"] = {{"qps", Q / (ms_since(t0) / 1000)}, {"failed", failed.load()}};
+      json why_failed = json::array();  // an array: the summary leaves it out
+      for (const auto& [why, count] : failures) why_failed.push_back({{"why", why}, {"count", count}});
+      r["many"] = {{"qps", Q / (ms_since(t0) / 1000)}, {"failed", failed.load()}, {"failures", why_failed},
+                   {"p50_ms", percentile(many_ms, 0.5)}, {"p99_ms", percentile(many_ms, 0.99)},
+                   {"max_ms", percentile(many_ms, 1.0)}};
     }
     r["rss"] = {{"serve_rss_mb", rss_bytes(s.pid) / 1048576.0}, {"index_files_mb", index_bytes / 1048576.0}};
     stop_serve(s);
@@ -223,6 +250,7 @@ int main(int argc, char** argv) {
       const std::string tiles = fs::canonical(v["tile-index"].as<std::string>()).string();
       Running t = start_serve(exe, tiles, threads, scratch + "/registry-tiles", "");
       httplib::Client c("127.0.0.1", t.port);
+      c.set_read_timeout(120);
       c.set_tcp_nodelay(true);
       const std::string slide = json::parse(c.Get("/api/v1/slides")->body).at("slides").at(0).at("slide_id");
       const auto dzi = c.Get(("/api/v1/slides/" + slide + ".dzi").c_str());
@@ -250,4 +278,13 @@ int main(int argc, char** argv) {
   }
   std::cout << report["summary"].dump(2) << "\n";
   return 0;
+}
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "serve_bench: " << e.what() << "\n";
+    return 2;
+  }
 }

@@ -6,11 +6,20 @@ binary loads, parameters, git revision and host.
 
   benchmarks/startup_bench.py --out startup.json --reps 20 \
       --binary before=/tmp/query_old --binary after=build/stages/query/query [--args --version]
+
+With --query-work, each run's output is read for query's own timings ("... loaded in Xs"
+and "N queries in Y s"), and "overhead" is the wall time minus X and Y: the process overhead of a
+first answer (library loading, MPI set-up, catalog, output, exit), e.g.
+
+  benchmarks/startup_bench.py --out first.json --reps 10 --query-work \
+      --binary before=... --binary after=build/stages/query/query \
+      --args --index RUN/ingest/ivf1024 --vectors q.npy -k 10 --verify cheap --threads 2
 """
 import argparse
 import json
 import os
 import platform
+import re
 import socket
 import statistics
 import subprocess
@@ -37,17 +46,27 @@ def main():
     p.add_argument("--reps", type=int, default=20)
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--out", required=True)
+    p.add_argument("--query-work", action="store_true",
+                   help="subtract query's logged load and search seconds (see above)")
     a = p.parse_args()
     binaries = dict(b.split("=", 1) for b in a.binary)
     times = {name: [] for name in binaries}
+    overheads = {name: [] for name in binaries}
     for rep in range(a.warmup + a.reps):
         for name, path in binaries.items():
             start = time.perf_counter()
-            subprocess.run([path] + a.args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                           check=True)
+            done = subprocess.run([path] + a.args, stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, text=True, check=True)
             elapsed = time.perf_counter() - start
-            if rep >= a.warmup:
-                times[name].append(elapsed)
+            if rep < a.warmup:
+                continue
+            times[name].append(elapsed)
+            if a.query_work:
+                load = re.search(r"loaded in ([0-9.]+)\s*s", done.stdout)
+                search = re.search(r"queries in ([0-9.]+) s", done.stdout)
+                if not load or not search:
+                    raise SystemExit(f"{name}: no load or search time in its log:\n{done.stdout}")
+                overheads[name].append(elapsed - float(load.group(1)) - float(search.group(1)))
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     report = {
         "benchmark": "startup_bench",
@@ -63,11 +82,18 @@ def main():
                    "min_s": min(times[name]), "max_s": max(times[name])}
             for name in binaries},
     }
+    if a.query_work:
+        for name, o in overheads.items():
+            report["results"][name].update({"overhead_s": o, "overhead_median_s": statistics.median(o),
+                                            "overhead_min_s": min(o), "overhead_max_s": max(o)})
     with open(a.out, "w") as f:
         json.dump(report, f, indent=2)
     for name, r in report["results"].items():
         print(f"{name}: median {r['median_s']:.3f} s (min {r['min_s']:.3f}, max {r['max_s']:.3f}), "
               f"{r['shared_libraries']} shared libraries")
+        if a.query_work:
+            print(f"{name}: overhead median {r['overhead_median_s']:.3f} s "
+                  f"(min {r['overhead_min_s']:.3f}, max {r['overhead_max_s']:.3f})")
 
 
 if __name__ == "__main__":

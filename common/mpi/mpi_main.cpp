@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <memory>
 
 #include <spdlog/spdlog.h>
 
@@ -39,6 +40,17 @@ MpiSession::~MpiSession() {
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (!finalized) MPI_Finalize();
+}
+
+bool started_by_mpi_launcher(const std::function<const char*(const char*)>& environment) {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE", "PMI_FD",
+                           "MPI_LOCALNRANKS"}) {
+    if (environment(name) != nullptr) return true;
+  }
+  // srun of several tasks without an MPI plug-in: each would be a singleton under MPI too, but
+  // MPI_Init is kept so that the job behaves exactly as MPI makes it.
+  const char* tasks = environment("SLURM_STEP_NUM_TASKS");
+  return tasks != nullptr && std::atoi(tasks) > 1;
 }
 
 void check_thread_level(int provided) {
@@ -98,12 +110,19 @@ int mpi_main(int argc, char** argv, const std::string& usage, OptionTable table,
   if (const std::optional<int> answered = answer_without_mpi(argc, argv, usage, table)) {
     return *answered;
   }
-  MpiSession session(&argc, &argv);
+  std::optional<MpiSession> session;
+  std::unique_ptr<Comm> world;
+  if (started_by_mpi_launcher([](const char* name) { return std::getenv(name); })) {
+    session.emplace(&argc, &argv);
+    world = std::make_unique<MpiComm>(MPI_COMM_WORLD);
+  } else {
+    world = std::make_unique<SerialComm>();
+  }
   const std::string program =
       argc > 0 ? std::filesystem::path(argv[0]).filename().string() : std::string("tessera");
   int code = kExitOk;
   {
-    MpiComm comm(MPI_COMM_WORLD);
+    Comm& comm = *world;
     po::options_description common("General");
     add_common_options(common);
     table.add(common, OptionKind::kRunControl);
@@ -114,7 +133,7 @@ int mpi_main(int argc, char** argv, const std::string& usage, OptionTable table,
     StageMain run;
     std::optional<RankFailure> failure;
     try {
-      check_thread_level(session.thread_level());
+      if (session) check_thread_level(session->thread_level());
       ParsedOptions parsed = parse_options(desc, args);
       if (parsed.version) {
         request = Request::kVersion;

@@ -26,6 +26,12 @@ class MpiSession {
   int thread_level_ = 0;
 };
 
+// Whether `environment` (a getenv) shows a process started by an MPI launcher: mpirun or mpiexec
+// (Open MPI's OMPI_COMM_WORLD_SIZE, Hydra's PMI_RANK), srun with PMIx or PMI-2, or a Slurm step
+// of several tasks. Without one, MPI_Init would make the process a singleton, one rank, and
+// Open MPI starts a helper daemon (orted) for it: most of a short run's start-up.
+bool started_by_mpi_launcher(const std::function<const char*(const char*)>& environment);
+
 // Throws Error (exit code 1) naming both levels when `provided` (from MPI_Init_thread) is below
 // MPI_THREAD_FUNNELED.
 void check_thread_level(int provided);
@@ -48,7 +54,8 @@ std::optional<RankFailure> agree_on_failure(Comm& comm, const std::optional<Rank
 using StageMain = std::function<int(Comm& comm)>;
 using StageSetup = std::function<StageMain(const po::variables_map& options)>;
 
-// Runs a stage: MPI init, option parsing with `table` (common options are added here),
+// Runs a stage: MPI init (skipped for a process that no MPI launcher started, which runs as
+// one rank with a SerialComm: see started_by_mpi_launcher), option parsing with `table` (common options are added here),
 // --help / --help-all / --version (printed by rank 0, exit 0), logging set-up, `setup`, then the
 // StageMain it returns.
 //   - Parsing, the MPI thread level, logging set-up and `setup` run on every rank and their

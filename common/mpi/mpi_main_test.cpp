@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <map>
+#include <string>
+
 #include "common/core/error.h"
 
 namespace tessera {
@@ -29,6 +32,24 @@ TEST(MpiMain, AgreeOnFailureWithOneRank) {
   ASSERT_TRUE(failure.has_value());
   EXPECT_EQ(failure->exit_code, kExitBadInput);
   EXPECT_EQ(failure->message, "invalid --stride");
+}
+
+TEST(MpiMain, ALauncherIsRecognisedByItsEnvironment) {
+  const auto only = [](std::map<std::string, std::string> vars) {
+    return [vars = std::move(vars)](const char* name) -> const char* {
+      const auto it = vars.find(name);
+      return it == vars.end() ? nullptr : it->second.c_str();
+    };
+  };
+  EXPECT_FALSE(started_by_mpi_launcher(only({})));
+  EXPECT_FALSE(started_by_mpi_launcher(only({{"HOME", "/root"}, {"SLURM_JOB_ID", "7"}})));
+  EXPECT_TRUE(started_by_mpi_launcher(only({{"OMPI_COMM_WORLD_SIZE", "1"}})));  // mpirun -np 1
+  EXPECT_TRUE(started_by_mpi_launcher(only({{"PMIX_RANK", "0"}})));             // srun --mpi=pmix
+  EXPECT_TRUE(started_by_mpi_launcher(only({{"PMI_FD", "5"}})));                // srun --mpi=pmi2
+  EXPECT_TRUE(started_by_mpi_launcher(only({{"PMI_RANK", "0"}})));              // MPICH's Hydra
+  // A batch script's own step (one task) is no launch; srun of several tasks is.
+  EXPECT_FALSE(started_by_mpi_launcher(only({{"SLURM_STEP_NUM_TASKS", "1"}})));
+  EXPECT_TRUE(started_by_mpi_launcher(only({{"SLURM_STEP_NUM_TASKS", "4"}})));
 }
 
 }  // namespace

@@ -73,88 +73,32 @@ class ExcludeRows final : public IdFilter {
 };
 
 std::string similar_report(const Config& config) {
-  const ingest::SlideCatalog catalog = ingest::load_slide_catalog(config.index);
+  const SimilarIndex index(config.index);
   const bool by_slide = !config.similar_slide.empty();
   const std::string want = by_slide ? "slide" : "patient";
   const std::string& id = by_slide ? config.similar_slide : config.similar_patient;
-  if (catalog.level != want) {
+  if (index.level() != want) {
     fail<InvalidInput>("'{}' is a {}-level index: --similar-{} needs one made by ingest --level {}",
-                       config.index, catalog.level, want, want);
+                       config.index, index.level(), want, want);
   }
-  const CohortVectors entries = read_cohort_vectors(catalog.path(catalog.entries_file));
-  const int64_t row = entries.find(id);
-  if (row < 0) {
-    for (size_t s = 0; s < entries.skipped_ids.size(); ++s) {
-      if (entries.skipped_ids[s] == id) {
-        fail<InvalidInput>("{} '{}' has no vector in '{}': {}", want, id, config.index,
-                           entries.skipped_reasons[s]);
-      }
-    }
-    fail<InvalidInput>("unknown {} '{}': '{}' has no such id", want, id, config.index);
-  }
-  const VectorIndex index = VectorIndex::read(catalog.path(catalog.index_file), false);
-  if (index.dim() != entries.dim || index.size() != static_cast<int64_t>(entries.size())) {
-    fail<IoError>("'{}' does not match '{}' (dimension or rows): rerun ingest",
-                  catalog.path(catalog.index_file), catalog.path(catalog.entries_file));
-  }
-  std::vector<uint8_t> excluded(entries.size(), 0);
-  excluded[row] = 1;
+  std::string why;
+  const int64_t row = index.row(id, &why);
+  if (row < 0) fail<InvalidInput>("{}", why);
+  const SimilarHits hits = index.search(row, config.k, config.exclude_same_patient);
+  const nlohmann::json j = index.report_json(hits, config.k, config.exclude_same_patient);
+  if (config.format == "csv") return csv_text(hits.columns, hits.rows);
+  if (config.format == "json") return j.dump(2) + "\n";
+  const CohortVectors& entries = index.entries();
+  const ingest::SlideCatalog& catalog = index.catalog();
   const std::string& patient = entries.patient_id[row];
-  if (config.exclude_same_patient && !patient.empty()) {
-    for (size_t i = 0; i < entries.size(); ++i) excluded[i] |= entries.patient_id[i] == patient;
-  }
-  const ExcludeRows filter(excluded);
-  const auto allowed = static_cast<int64_t>(std::count(excluded.begin(), excluded.end(), 0));
-  const int k = static_cast<int>(std::min<int64_t>(config.k, allowed));
-  std::vector<float> scores(static_cast<size_t>(std::max(k, 1)));
-  std::vector<int64_t> ids(static_cast<size_t>(std::max(k, 1)), -1);
-  if (k > 0) {
-    SearchOptions options;
-    options.k = k;
-    options.filter = &filter;
-    index.search(entries.features.data() + row * entries.dim, 1, options, scores.data(),
-                 ids.data());
-  }
-  std::vector<std::string> columns = {"rank", "score", want + "_id", "patient_id", "n_patches",
-                                      "slides"};
-  for (const auto& c : entries.label_columns) columns.push_back(c);
-  std::vector<std::vector<std::string>> rows;
-  for (int r = 0; r < k; ++r) {
-    if (ids[r] < 0) break;
-    const auto i = static_cast<size_t>(ids[r]);
-    std::vector<std::string> cells = {std::to_string(r + 1), fmt::format("{:.6g}", scores[r]),
-                                      entries.ids[i], entries.patient_id[i],
-                                      std::to_string(entries.n_patches[i]), entries.slides[i]};
-    for (const auto& values : entries.labels) cells.push_back(values[i]);
-    rows.push_back(std::move(cells));
-  }
-  nlohmann::json labels = nlohmann::json::object();
-  for (size_t c = 0; c < entries.label_columns.size(); ++c) {
-    labels[entries.label_columns[c]] = entries.labels[c][row];
-  }
-  if (config.format == "csv") return csv_text(columns, rows);
-  if (config.format == "json") {
-    const nlohmann::json j = {
-        {"query", {{"level", want}, {"id", id}, {"patient_id", patient}, {"labels", labels}}},
-        {"search",
-         {{"index", catalog.index_spec},
-          {"metric", catalog.metric},
-          {"normalize", catalog.normalize},
-          {"encoder", catalog.encoder},
-          {"rows", entries.size()},
-          {"k", config.k},
-          {"exclude_same_patient", config.exclude_same_patient}}},
-        {"hits", json_rows(columns, rows, 2)}};
-    return j.dump(2) + "\n";
-  }
   std::string head = fmt::format("{} {}", want, id);
   if (!patient.empty() && by_slide) head += fmt::format(" (patient {})", patient);
-  for (const auto& [key, value] : labels.items()) {
+  for (const auto& [key, value] : j["query"]["labels"].items()) {
     head += fmt::format(", {} = {}", key, value.get<std::string>());
   }
-  return fmt::format("nearest {}s of {} ({} of {} {}s searched, {} {}):\n", want, head, allowed,
-                     entries.size(), want, catalog.index_spec, catalog.metric) +
-         table_text(columns, rows, 2);
+  return fmt::format("nearest {}s of {} ({} of {} {}s searched, {} {}):\n", want, head,
+                     hits.allowed, entries.size(), want, catalog.index_spec, catalog.metric) +
+         table_text(hits.columns, hits.rows, 2);
 }
 
 }  // namespace
@@ -171,27 +115,169 @@ int run_similar(const Config& config, Comm& comm) {
   return kExitOk;
 }
 
-SlideMosaic slide_mosaic(const Catalog& catalog, const std::string& slide_id,
-                         const MosaicRule& rule) {
+SimilarIndex::SimilarIndex(const std::string& dir)
+    : catalog_(ingest::load_slide_catalog(dir)),
+      entries_(read_cohort_vectors(catalog_.path(catalog_.entries_file))),
+      index_(std::make_unique<VectorIndex>(
+          VectorIndex::read(catalog_.path(catalog_.index_file), false))) {
+  if (index_->dim() != entries_.dim || index_->size() != static_cast<int64_t>(entries_.size())) {
+    fail<IoError>("'{}' does not match '{}' (dimension or rows): rerun ingest",
+                  catalog_.path(catalog_.index_file), catalog_.path(catalog_.entries_file));
+  }
+}
+
+SimilarIndex::~SimilarIndex() = default;
+
+int64_t SimilarIndex::row(const std::string& id, std::string* why) const {
+  const int64_t r = entries_.find(id);
+  if (r >= 0) return r;
+  for (size_t s = 0; s < entries_.skipped_ids.size(); ++s) {
+    if (entries_.skipped_ids[s] == id) {
+      *why = fmt::format("{} '{}' has no vector in '{}': {}", level(), id, catalog_.dir,
+                         entries_.skipped_reasons[s]);
+      return -1;
+    }
+  }
+  *why = fmt::format("unknown {} '{}': '{}' has no such id", level(), id, catalog_.dir);
+  return -1;
+}
+
+SimilarHits SimilarIndex::search(int64_t row, int k_asked, bool exclude_same_patient) const {
+  TESSERA_CHECK(row >= 0 && row < static_cast<int64_t>(entries_.size()),
+                "row {} of '{}' out of range", row, catalog_.dir);
+  std::vector<uint8_t> excluded(entries_.size(), 0);
+  excluded[row] = 1;
+  const std::string& patient = entries_.patient_id[row];
+  if (exclude_same_patient && !patient.empty()) {
+    for (size_t i = 0; i < entries_.size(); ++i) excluded[i] |= entries_.patient_id[i] == patient;
+  }
+  const ExcludeRows filter(excluded);
+  SimilarHits out;
+  out.row = row;
+  out.allowed = static_cast<int64_t>(std::count(excluded.begin(), excluded.end(), 0));
+  const int k = static_cast<int>(std::min<int64_t>(k_asked, out.allowed));
+  std::vector<float> scores(static_cast<size_t>(std::max(k, 1)));
+  std::vector<int64_t> ids(static_cast<size_t>(std::max(k, 1)), -1);
+  if (k > 0) {
+    SearchOptions options;
+    options.k = k;
+    options.filter = &filter;
+    std::lock_guard<std::mutex> lock(search_mutex_);
+    index_->search(entries_.features.data() + row * entries_.dim, 1, options, scores.data(),
+                   ids.data());
+  }
+  out.columns = {"rank", "score", level() + "_id", "patient_id", "n_patches", "slides"};
+  for (const auto& c : entries_.label_columns) out.columns.push_back(c);
+  for (int r = 0; r < k; ++r) {
+    if (ids[r] < 0) break;
+    const auto i = static_cast<size_t>(ids[r]);
+    std::vector<std::string> cells = {std::to_string(r + 1), fmt::format("{:.6g}", scores[r]),
+                                      entries_.ids[i], entries_.patient_id[i],
+                                      std::to_string(entries_.n_patches[i]), entries_.slides[i]};
+    for (const auto& values : entries_.labels) cells.push_back(values[i]);
+    out.rows.push_back(std::move(cells));
+  }
+  return out;
+}
+
+nlohmann::json SimilarIndex::report_json(const SimilarHits& hits, int k,
+                                         bool exclude_same_patient) const {
+  nlohmann::json labels = nlohmann::json::object();
+  for (size_t c = 0; c < entries_.label_columns.size(); ++c) {
+    labels[entries_.label_columns[c]] = entries_.labels[c][hits.row];
+  }
+  return {{"query",
+           {{"level", level()},
+            {"id", entries_.ids[hits.row]},
+            {"patient_id", entries_.patient_id[hits.row]},
+            {"labels", labels}}},
+          {"search",
+           {{"index", catalog_.index_spec},
+            {"metric", catalog_.metric},
+            {"normalize", catalog_.normalize},
+            {"encoder", catalog_.encoder},
+            {"rows", entries_.size()},
+            {"k", k},
+            {"exclude_same_patient", exclude_same_patient}}},
+          {"hits", json_rows(hits.columns, hits.rows, 2)}};
+}
+
+SlideFeatures read_mosaic_features(const Catalog& catalog, const std::string& slide_id) {
   for (const auto& source : catalog.sources) {
     const std::string path = catalog.path(source.embed_dir + "/features/" + slide_id + ".h5");
     if (!path_exists(path)) continue;
-    const SlideFeatures f = read_slide_features(path);
+    SlideFeatures f = read_slide_features(path);
     if (f.rows == 0) fail<InvalidInput>("slide '{}' has no patches: no mosaic to search", slide_id);
     if (f.dim != catalog.dim) {
       fail<IoError>("'{}' holds features of dimension {}, the index {}", path, f.dim, catalog.dim);
     }
-    SlideMosaic m;
-    for (const int64_t r : pick_mosaic(f.features, f.rows, f.dim, rule)) {
-      m.patches.push_back({-1, f.coords[2 * r], f.coords[2 * r + 1]});
-      m.vectors.insert(m.vectors.end(), f.features.begin() + r * f.dim,
-                       f.features.begin() + (r + 1) * f.dim);
-    }
-    return m;
+    return f;
   }
   fail<InvalidInput>("slide '{}' has no per-slide feature file in the embed outputs of '{}' (not "
                      "ingested, or without patches)",
                      slide_id, catalog.dir);
+}
+
+SlideMosaic pick_slide_mosaic(const SlideFeatures& f, const MosaicRule& rule) {
+  SlideMosaic m;
+  for (const int64_t r : pick_mosaic(f.features, f.rows, f.dim, rule)) {
+    m.patches.push_back({-1, f.coords[2 * r], f.coords[2 * r + 1]});
+    m.vectors.insert(m.vectors.end(), f.features.begin() + r * f.dim,
+                     f.features.begin() + (r + 1) * f.dim);
+  }
+  return m;
+}
+
+SlideMosaic slide_mosaic(const Catalog& catalog, const std::string& slide_id,
+                         const MosaicRule& rule) {
+  return pick_slide_mosaic(read_mosaic_features(catalog, slide_id), rule);
+}
+
+namespace {
+
+struct VoteTables {
+  std::vector<std::string> slide_columns, patient_columns;
+  std::vector<std::vector<std::string>> slide_rows, patient_rows;
+};
+
+VoteTables vote_tables(const std::vector<Vote>& slides_ranked,
+                       const std::vector<Vote>& patients_ranked, const VectorSlideTable& table,
+                       int k) {
+  VoteTables t;
+  t.slide_columns = {"rank", "votes", "best_score", "slide_id", "patient_id"};
+  for (const auto& m : table.metadata) t.slide_columns.push_back(m.name);
+  for (size_t r = 0; r < slides_ranked.size() && static_cast<int>(r) < k; ++r) {
+    const Vote& v = slides_ranked[r];
+    std::vector<std::string> cells = {std::to_string(r + 1), std::to_string(v.votes),
+                                      fmt::format("{:.6g}", v.best_score), v.id, v.patient_id};
+    for (const auto& m : table.metadata) cells.push_back(m.text(v.slide));
+    t.slide_rows.push_back(std::move(cells));
+  }
+  t.patient_columns = {"rank", "votes", "best_score", "patient_id"};
+  for (size_t r = 0; r < patients_ranked.size() && static_cast<int>(r) < k; ++r) {
+    const Vote& v = patients_ranked[r];
+    t.patient_rows.push_back({std::to_string(r + 1), std::to_string(v.votes),
+                              fmt::format("{:.6g}", v.best_score), v.id});
+  }
+  return t;
+}
+
+}  // namespace
+
+nlohmann::json vote_report_json(const std::string& slide, const std::vector<MosaicPatch>& mosaic,
+                                const std::vector<Vote>& slides_ranked,
+                                const std::vector<Vote>& patients_ranked,
+                                const VectorSlideTable& table, int k,
+                                const nlohmann::json& search) {
+  const VoteTables t = vote_tables(slides_ranked, patients_ranked, table, k);
+  nlohmann::json patches = nlohmann::json::array();
+  for (const auto& p : mosaic) {
+    patches.push_back({{"patch_id", p.patch_id}, {"x", p.x}, {"y", p.y}});
+  }
+  return {{"query", {{"slide_id", slide}, {"mosaic", patches}}},
+          {"search", search},
+          {"slides", json_rows(t.slide_columns, t.slide_rows, 3)},
+          {"patients", json_rows(t.patient_columns, t.patient_rows, 3)}};
 }
 
 std::string format_vote_report(const std::string& format, const std::string& slide,
@@ -200,23 +286,11 @@ std::string format_vote_report(const std::string& format, const std::string& sli
                                const std::vector<Vote>& patients_ranked,
                                const VectorSlideTable& table, int k,
                                const nlohmann::json& search) {
-  std::vector<std::string> slide_columns = {"rank", "votes", "best_score", "slide_id",
-                                            "patient_id"};
-  for (const auto& m : table.metadata) slide_columns.push_back(m.name);
-  std::vector<std::vector<std::string>> slide_rows, patient_rows;
-  for (size_t r = 0; r < slides_ranked.size() && static_cast<int>(r) < k; ++r) {
-    const Vote& v = slides_ranked[r];
-    std::vector<std::string> cells = {std::to_string(r + 1), std::to_string(v.votes),
-                                      fmt::format("{:.6g}", v.best_score), v.id, v.patient_id};
-    for (const auto& m : table.metadata) cells.push_back(m.text(v.slide));
-    slide_rows.push_back(std::move(cells));
-  }
-  const std::vector<std::string> patient_columns = {"rank", "votes", "best_score", "patient_id"};
-  for (size_t r = 0; r < patients_ranked.size() && static_cast<int>(r) < k; ++r) {
-    const Vote& v = patients_ranked[r];
-    patient_rows.push_back({std::to_string(r + 1), std::to_string(v.votes),
-                            fmt::format("{:.6g}", v.best_score), v.id});
-  }
+  const VoteTables t = vote_tables(slides_ranked, patients_ranked, table, k);
+  const auto& slide_columns = t.slide_columns;
+  const auto& patient_columns = t.patient_columns;
+  const auto& slide_rows = t.slide_rows;
+  const auto& patient_rows = t.patient_rows;
   if (format == "csv") {
     // One table: slides, then patients, told apart by the first column.
     std::vector<std::string> columns = {"ranking"};
@@ -234,15 +308,9 @@ std::string format_vote_report(const std::string& format, const std::string& sli
     return csv_text(columns, rows);
   }
   if (format == "json") {
-    nlohmann::json patches = nlohmann::json::array();
-    for (const auto& p : mosaic) {
-      patches.push_back({{"patch_id", p.patch_id}, {"x", p.x}, {"y", p.y}});
-    }
-    const nlohmann::json j = {{"query", {{"slide_id", slide}, {"mosaic", patches}}},
-                              {"search", search},
-                              {"slides", json_rows(slide_columns, slide_rows, 3)},
-                              {"patients", json_rows(patient_columns, patient_rows, 3)}};
-    return j.dump(2) + "\n";
+    return vote_report_json(slide, mosaic, slides_ranked, patients_ranked, table, k, search)
+               .dump(2) +
+           "\n";
   }
   std::string out = fmt::format(
       "slide {}: a mosaic of {} patches searched; slides and patients ranked by votes (one per "

@@ -6,18 +6,69 @@
 // is reported here from the hits of the mosaic's patches (votes.h). Output as table, CSV or JSON.
 #pragma once
 
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "common/mpi/comm.h"
+#include "common/store/slide_features.h"
+#include "common/store/slide_vectors.h"
 #include "common/store/vector_meta.h"
 #include "common/vector/catalog.h"
+#include "stages/ingest/slide_index.h"
 #include "stages/query/config.h"
 #include "stages/query/votes.h"
 
+namespace tessera {
+class VectorIndex;
+}
+
 namespace tessera::query {
+
+// The nearest rows of one row of a SimilarIndex, as cells of the report's columns.
+struct SimilarHits {
+  int64_t row = -1;                             // the query's row
+  int64_t allowed = 0;                          // rows searched (all but the left-out ones)
+  std::vector<std::string> columns;             // rank, score, <level>_id, patient_id, n_patches,
+                                                // slides, then the label columns
+  std::vector<std::vector<std::string>> rows;   // best first, at most k
+};
+
+// A slide- or patient-level index (ingest --level slide|patient) loaded and checked against its
+// entries: what --similar-slide and --similar-patient search, and what serve keeps resident.
+class SimilarIndex {
+ public:
+  // Loads DIR/slide_catalog.json, its entries and its FAISS index. Throws InvalidInput when DIR
+  // holds no slide catalog, IoError for damaged files or an index that does not match its entries.
+  explicit SimilarIndex(const std::string& dir);
+  ~SimilarIndex();
+  SimilarIndex(const SimilarIndex&) = delete;
+  SimilarIndex& operator=(const SimilarIndex&) = delete;
+
+  const ingest::SlideCatalog& catalog() const { return catalog_; }
+  const CohortVectors& entries() const { return entries_; }
+  const std::string& level() const { return catalog_.level; }
+
+  // The row of `id`, or -1 and `why`: the id is unknown, or the aggregate skipped it (its reason).
+  int64_t row(const std::string& id, std::string* why) const;
+
+  // The nearest k rows of row `row` (0 <= row < entries().size()), leaving out itself and, with
+  // `exclude_same_patient`, every row of its patient. Thread-safe.
+  SimilarHits search(int64_t row, int k, bool exclude_same_patient) const;
+
+  // The report query --format json writes for `hits` (asked with `k`, `exclude_same_patient`):
+  // {"query": {level, id, patient_id, labels}, "search": {...}, "hits": [...]}.
+  nlohmann::json report_json(const SimilarHits& hits, int k, bool exclude_same_patient) const;
+
+ private:
+  ingest::SlideCatalog catalog_;
+  CohortVectors entries_;
+  std::unique_ptr<VectorIndex> index_;
+  mutable std::mutex search_mutex_;
+};
 
 // Collective (rank 0 searches, the others wait for its outcome). --similar-slide /
 // --similar-patient. Returns 0 after rank 0 wrote the report. Throws InvalidInput for an index of
@@ -40,6 +91,19 @@ struct SlideMosaic {
 };
 SlideMosaic slide_mosaic(const Catalog& catalog, const std::string& slide_id,
                          const MosaicRule& rule);
+
+// The two halves of slide_mosaic: reading the slide's stored features (HDF5: callers that share
+// the library between threads serialise this), and picking the mosaic from them (pure).
+SlideFeatures read_mosaic_features(const Catalog& catalog, const std::string& slide_id);
+SlideMosaic pick_slide_mosaic(const SlideFeatures& features, const MosaicRule& rule);
+
+// The mosaic-vote report as JSON (what query --format json writes): {"query": {slide_id, mosaic},
+// "search": search, "slides": [...], "patients": [...]}, at most k of each.
+nlohmann::json vote_report_json(const std::string& slide, const std::vector<MosaicPatch>& mosaic,
+                                const std::vector<Vote>& slides_ranked,
+                                const std::vector<Vote>& patients_ranked,
+                                const VectorSlideTable& table, int k,
+                                const nlohmann::json& search);
 
 // The mosaic-vote report: the query slide and its mosaic, the slides ranked by votes (at most k,
 // with the manifest's metadata columns) and the patients ranked by votes (at most k).

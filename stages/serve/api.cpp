@@ -18,6 +18,8 @@
 #include "common/vector/vector_index.h"
 #include "stages/query/report.h"
 #include "stages/serve/deepzoom.h"
+#include "stages/serve/http_errors.h"
+#include "stages/serve/json_fields.h"
 #include "stages/serve/image_query.h"
 
 namespace tessera::serve {
@@ -27,24 +29,6 @@ using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-// A request for something the index does not hold (404).
-class NotFound : public Error {
- public:
-  explicit NotFound(const std::string& what) : Error(what, kExitBadInput) {}
-};
-
-// An answer the service cannot give now (503).
-class Unavailable : public Error {
- public:
-  explicit Unavailable(const std::string& what) : Error(what, kExitError) {}
-};
-
-// An answer this build of the service cannot give (501).
-class NotImplemented : public Error {
- public:
-  explicit NotImplemented(const std::string& what) : Error(what, kExitError) {}
-};
 
 constexpr int64_t kMaxTileReadPixels = int64_t{64} << 20;
 
@@ -95,25 +79,6 @@ std::string base64_decode(const std::string& text) {
     }
   }
   return out;
-}
-
-template <typename T>
-T field(const json& body, const char* name, const char* type) {
-  try {
-    const json& value = body.at(name);
-    // nlohmann converts between number kinds silently: 2.5 is not a k.
-    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-      if (!value.is_number_integer()) fail<InvalidInput>("'{}' must be {}", name, type);
-    }
-    if constexpr (std::is_same_v<T, std::vector<int64_t>>) {
-      for (const auto& v : value) {
-        if (!v.is_number_integer()) fail<InvalidInput>("'{}' must be {}", name, type);
-      }
-    }
-    return value.get<T>();
-  } catch (const json::exception&) {
-    fail<InvalidInput>("'{}' must be {}", name, type);
-  }
 }
 
 std::string slide_metadata_text(const VectorSlideTable& t, const MetaColumn& c, size_t s) {
@@ -240,7 +205,7 @@ QuerySpec parse_query(const std::string& body, const Limits& limits) {
 
 Api::Api(std::shared_ptr<const Front> front, Batcher& batcher, Metrics& metrics,
          const Config& config, std::map<std::string, std::string> files, std::string token,
-         int ranks)
+         int ranks, std::shared_ptr<const SlideIndexes> slide_indexes)
     : front_(std::move(front)),
       batcher_(batcher),
       metrics_(metrics),
@@ -248,7 +213,9 @@ Api::Api(std::shared_ptr<const Front> front, Batcher& batcher, Metrics& metrics,
       files_(std::move(files)),
       token_(std::move(token)),
       ranks_(ranks),
-      tiles_(config.tile_cache_bytes) {}
+      tiles_(config.tile_cache_bytes),
+      slide_indexes_(slide_indexes ? std::move(slide_indexes)
+                                   : std::make_shared<const SlideIndexes>()) {}
 
 void Api::set_front(std::shared_ptr<const Front> front) {
   std::lock_guard<std::mutex> lock(front_mutex_);
@@ -370,6 +337,15 @@ Response Api::route(const Request& request, const std::string& path, std::string
       name = "search";
       return post ? search(*front, request) : method_not_allowed();
     }
+    if (rest == "similar-slides" || rest == "similar-patients") {
+      name = rest == "similar-slides" ? "similar_slides" : "similar_patients";
+      if (!post) return method_not_allowed();
+      return similar(*front, request, rest == "similar-slides" ? "slide" : "patient");
+    }
+    if (rest == "mosaic-vote") {
+      name = "mosaic_vote";
+      return post ? mosaic_vote(*front, request) : method_not_allowed();
+    }
     if (rest == "heatmap") {
       name = "heatmap";
       return post ? heatmap(*front, request) : method_not_allowed();
@@ -412,6 +388,7 @@ Response Api::info(const Front& front) {
                         {"service_generation", front.generation()},
                         {"model", c.model},
                         {"image_search", image_search_available()},
+                        {"slide_indexes", slide_indexes_->describe()},
                         {"limits",
                          {{"max_k", config_.limits.max_k},
                           {"max_body_bytes", config_.limits.max_body_bytes},
@@ -540,6 +517,33 @@ std::pair<std::vector<float>, json> Api::resolve(const Front& front, const Query
   return {std::move(v), std::move(source)};
 }
 
+std::vector<std::vector<query::Hit>> Api::run_jobs(std::vector<SearchJob> jobs) {
+  const auto deadline =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                         std::chrono::duration<double>(config_.limits.request_timeout_s));
+  std::vector<std::future<std::vector<query::Hit>>> futures;
+  try {
+    for (auto& job : jobs) futures.push_back(batcher_.submit(std::move(job)));
+  } catch (const Error& e) {
+    throw Unavailable(e.what());
+  }
+  std::vector<std::vector<query::Hit>> hits;
+  for (auto& future : futures) {
+    if (future.wait_until(deadline) != std::future_status::ready) {
+      throw Unavailable(fmt::format("the search did not finish within {} s",
+                                    config_.limits.request_timeout_s));
+    }
+    try {
+      hits.push_back(future.get());
+    } catch (const InvalidInput&) {
+      throw;
+    } catch (const Error& e) {
+      throw Unavailable(e.what());
+    }
+  }
+  return hits;
+}
+
 Response Api::search(const Front& front, const Request& request) {
   const auto start = Clock::now();
   const QuerySpec spec = parse_query(request.body, config_.limits);
@@ -553,24 +557,9 @@ Response Api::search(const Front& front, const Request& request) {
   job.filter = spec.filter;
   if (spec.exclude_same_slide) job.exclude_slide = slide;
   if (spec.exclude_same_patient) job.exclude_patient_of = slide;
-  std::future<std::vector<query::Hit>> future;
-  try {
-    future = batcher_.submit(std::move(job));
-  } catch (const Error& e) {
-    throw Unavailable(e.what());
-  }
-  const auto timeout = std::chrono::duration<double>(config_.limits.request_timeout_s);
-  if (future.wait_for(timeout) != std::future_status::ready) {
-    throw Unavailable(fmt::format("the search did not finish within {} s", config_.limits.request_timeout_s));
-  }
-  std::vector<query::Hit> hits;
-  try {
-    hits = future.get();
-  } catch (const InvalidInput&) {
-    throw;
-  } catch (const Error& e) {
-    throw Unavailable(e.what());
-  }
+  std::vector<SearchJob> jobs;
+  jobs.push_back(std::move(job));
+  const std::vector<query::Hit> hits = std::move(run_jobs(std::move(jobs)).at(0));
   json list = json::array();
   for (size_t r = 0; r < hits.size(); ++r) {
     json h = query::hit_json(hits[r], r + 1, front.slides());

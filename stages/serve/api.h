@@ -7,6 +7,10 @@
 //   POST /api/v1/search    {patch_id | slide_id,x,y | vector | image, k, filter, nprobe,
 //                           exclude_same_slide, exclude_same_patient}
 //   POST /api/v1/heatmap   {target: SLIDE_ID, and a query as for search}
+//   POST /api/v1/similar-slides    {slide_id, k, exclude_same_patient, index}   (slide_indexes.h)
+//   POST /api/v1/similar-patients  {patient_id, k, exclude_same_patient, index}
+//   POST /api/v1/mosaic-vote       {slide_id, k, filter, nprobe, exclude_same_patient,
+//                                   mosaic_percent, mosaic_min}
 //   GET  /api/v1/patches/<patch_id>.jpeg
 //   GET  /api/v1/slides/<slide_id>.dzi, /api/v1/slides/<slide_id>_files/<level>/<col>_<row>.jpeg
 //   GET  /api/v1/slides/<slide_id>/thumbnail.jpeg
@@ -30,6 +34,7 @@
 #include "stages/serve/front.h"
 #include "stages/serve/lru_cache.h"
 #include "stages/serve/metrics.h"
+#include "stages/serve/slide_indexes.h"
 
 namespace tessera::serve {
 
@@ -74,6 +79,32 @@ struct QuerySpec {
 // than limits.max_filter_chars, a vector with a non-finite value, an image that is not base64.
 QuerySpec parse_query(const std::string& body, const Limits& limits);
 
+// A similar-slides or similar-patients body: the id (field `id_field`: "slide_id" or
+// "patient_id"), k (1..limits.max_k), exclude_same_patient, and optionally the index's name.
+struct SimilarSpec {
+  std::string id;
+  int k = 10;
+  bool exclude_same_patient = false;
+  std::string index;  // "": the first index of the level
+};
+// Throws InvalidInput naming the field, as parse_query does.
+SimilarSpec parse_similar(const std::string& body, const char* id_field, const Limits& limits);
+
+// A mosaic-vote body: the slide, k (1..limits.max_k: the hits of each mosaic patch, and the
+// slides and patients listed), filter, nprobe, exclude_same_patient, and the mosaic rule
+// (mosaic_percent in (0, 100], mosaic_min 1..256) as query's --mosaic-percent and --mosaic-min.
+struct VoteSpec {
+  std::string slide_id;
+  int k = 10;
+  int nprobe = 0;
+  std::string filter;
+  bool exclude_same_patient = false;
+  double mosaic_percent = 5.0;
+  int mosaic_min = 8;
+};
+// Throws InvalidInput naming the field.
+VoteSpec parse_vote(const std::string& body, const Limits& limits);
+
 // Compares in time independent of where the strings differ.
 bool constant_time_equal(const std::string& a, const std::string& b);
 
@@ -81,9 +112,11 @@ class Api {
  public:
   // `files` are the web page's files by request path ("/index.html", "/app.js",
   // "/vendor/openseadragon/openseadragon.min.js", ...); "/" serves "/index.html". `token` empty:
-  // no authentication.
+  // no authentication. `slide_indexes`: the slide- and patient-level indexes served (none when
+  // null).
   Api(std::shared_ptr<const Front> front, Batcher& batcher, Metrics& metrics, const Config& config,
-      std::map<std::string, std::string> files, std::string token, int ranks);
+      std::map<std::string, std::string> files, std::string token, int ranks,
+      std::shared_ptr<const SlideIndexes> slide_indexes = nullptr);
 
   // Answers one request. Thread-safe; never throws.
   Response handle(const Request& request);
@@ -102,6 +135,13 @@ class Api {
   Response slides(const Front& front, const Request& request);
   Response search(const Front& front, const Request& request);
   Response heatmap(const Front& front, const Request& request);
+  // slide_api.cpp: similar slides or patients (`level`) over a slide index, and mosaic voting
+  // over the resident patch index (its searches go through the batcher's collective rounds).
+  Response similar(const Front& front, const Request& request, const std::string& level);
+  Response mosaic_vote(const Front& front, const Request& request);
+  // Submits `jobs` to the rounds and waits for all of their hits (at most the request timeout).
+  // Throws InvalidInput for a search every rank refused, Unavailable (503) otherwise.
+  std::vector<std::vector<query::Hit>> run_jobs(std::vector<SearchJob> jobs);
   Response patch(const Front& front, const std::string& id);
   Response slide_resource(const Front& front, const std::string& rest, std::string& name);
   // The query vector of `spec` (normalised as the catalog says), and the slide of its stored
@@ -119,6 +159,7 @@ class Api {
   std::string token_;
   int ranks_;
   LruCache tiles_;
+  std::shared_ptr<const SlideIndexes> slide_indexes_;
 };
 
 }  // namespace tessera::serve

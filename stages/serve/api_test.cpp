@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "common/core/error.h"
 
 namespace tessera::serve {
@@ -57,6 +59,67 @@ TEST(ServeApi, RefusesBadQueriesNamingTheField) {
   refused(R"({"patch_id": 1, "exclude_same_slide": "yes"})", "'exclude_same_slide'");
   refused(R"({"patch_id": 1, "nprobe": -1})", "'nprobe'");
   refused("{\"patch_id\": 1, \"filter\": \"" + std::string(1 << 20, 'a') + "\"}", "limit is 4096");
+}
+
+TEST(ServeApi, ParsesSimilarAndVoteBodies) {
+  const Limits limits;
+  SimilarSpec s = parse_similar(R"({"slide_id": "S1", "k": 4, "exclude_same_patient": true})",
+                                "slide_id", limits);
+  EXPECT_EQ(s.id, "S1");
+  EXPECT_EQ(s.k, 4);
+  EXPECT_TRUE(s.exclude_same_patient);
+  EXPECT_TRUE(s.index.empty());
+  s = parse_similar(R"({"patient_id": "P1", "index": "mean-x-patient"})", "patient_id", limits);
+  EXPECT_EQ(s.id, "P1");
+  EXPECT_EQ(s.k, 10);
+  EXPECT_EQ(s.index, "mean-x-patient");
+  VoteSpec v = parse_vote(R"({"slide_id": "S1", "k": 3, "filter": "site = lung", "nprobe": 4,
+                             "mosaic_percent": 10, "mosaic_min": 2})", limits);
+  EXPECT_EQ(v.slide_id, "S1");
+  EXPECT_EQ(v.k, 3);
+  EXPECT_EQ(v.filter, "site = lung");
+  EXPECT_EQ(v.nprobe, 4);
+  EXPECT_DOUBLE_EQ(v.mosaic_percent, 10);
+  EXPECT_EQ(v.mosaic_min, 2);
+  v = parse_vote(R"({"slide_id": "S1"})", limits);
+  EXPECT_DOUBLE_EQ(v.mosaic_percent, 5);
+  EXPECT_EQ(v.mosaic_min, 8);
+  EXPECT_FALSE(v.exclude_same_patient);
+}
+
+TEST(ServeApi, RefusesBadSimilarAndVoteBodiesNamingTheField) {
+  const Limits limits;
+  auto refused = [&](const std::function<void()>& parse, const std::string& says) {
+    try {
+      parse();
+      ADD_FAILURE() << "accepted; expected: " << says;
+    } catch (const InvalidInput& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  };
+  auto similar = [&](const std::string& body) {
+    return [body, &limits] { parse_similar(body, "slide_id", limits); };
+  };
+  auto vote = [&](const std::string& body) { return [body, &limits] { parse_vote(body, limits); }; };
+  refused(similar("{"), "not JSON");
+  refused(similar("[]"), "JSON object");
+  refused(similar("{}"), "give 'slide_id'");
+  refused(similar(R"({"patient_id": "P1"})"), "give 'slide_id'");
+  refused(similar(R"({"slide_id": 3})"), "'slide_id' must be a string");
+  refused(similar(R"({"slide_id": ""})"), "empty");
+  refused(similar(R"({"slide_id": "a", "k": 0})"), "'k' must be 1..1000");
+  refused(similar(R"({"slide_id": "a", "k": 1000000000})"), "'k' must be 1..1000");
+  refused(similar(R"({"slide_id": "a", "exclude_same_patient": 1})"), "'exclude_same_patient'");
+  refused(similar(R"({"slide_id": "a", "index": 2})"), "'index'");
+  refused(vote(R"({"k": 3})"), "give 'slide_id'");
+  refused(vote(R"({"slide_id": "a", "k": -1})"), "'k' must be 1..1000");
+  refused(vote(R"({"slide_id": "a", "mosaic_percent": 0})"), "'mosaic_percent'");
+  refused(vote(R"({"slide_id": "a", "mosaic_percent": 101})"), "'mosaic_percent'");
+  refused(vote(R"({"slide_id": "a", "mosaic_min": 0})"), "'mosaic_min' must be 1..256");
+  refused(vote(R"({"slide_id": "a", "mosaic_min": 1.5})"), "'mosaic_min'");
+  refused(vote(R"({"slide_id": "a", "nprobe": -2})"), "'nprobe'");
+  refused(vote("{\"slide_id\": \"a\", \"filter\": \"" + std::string(5000, 'a') + "\"}"),
+          "limit is 4096");
 }
 
 TEST(ServeApi, ErrorsHaveTheJsonBody) {

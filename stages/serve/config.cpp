@@ -33,6 +33,9 @@ OptionTable option_table() {
        "map index files into memory instead of reading them (IVF lists, flat codes)")
       ("verify", kRunControl, po::value<std::string>()->default_value("cheap"),
        "check shard files against the catalog at start and reload: cheap or full")
+      ("slide-index", kRunControl, po::value<std::string>()->default_value("auto"),
+       "slide- and patient-level indexes (ingest --level slide|patient) for similar slides and "
+       "cases: auto (the siblings of --index made from its embed tag), none, or DIR[,DIR...]")
       ("threads", kRunControl, po::value<int>()->default_value(0),
        "search threads per rank (0: the cores of its CPU affinity)")
       ("poll", kRunControl, po::value<double>()->default_value(10),
@@ -79,6 +82,8 @@ Config config_from(const po::variables_map& v) {
   c.threads = v["threads"].as<int>();
   c.mmap = v["mmap"].as<bool>();
   c.web_dir = v["web-dir"].as<std::string>();
+  c.slide_index = v["slide-index"].as<std::string>();
+  require(!c.slide_index.empty(), "slide-index", "give auto, none or DIR[,DIR...]");
   c.registry_dir = v["registry"].as<std::string>();
   const std::string verify = v["verify"].as<std::string>();
   require(verify == "cheap" || verify == "full", "verify", "expected cheap or full");

@@ -31,6 +31,8 @@ struct Config {
   int threads = 0;                   // search threads per rank (0: the CPU affinity's cores)
   bool mmap = true;
   VerifyLevel verify = VerifyLevel::kCheap;
+  std::string slide_index = "auto";  // slide/patient indexes: auto | none | DIR[,DIR...]
+                                     // (slide_indexes.h)
   std::string web_dir;               // the page's files ("" : the built-in location)
   std::string registry_dir;          // where the service registers itself ("": RUN/serve)
   Limits limits;
@@ -47,6 +49,6 @@ bool is_loopback(const std::string& address);
 
 inline constexpr const char* kUsage =
     "[mpirun -np R] serve --index RUN/ingest/NAME [--port 8470] [--bind 127.0.0.1] "
-    "[--token-file F]";
+    "[--token-file F] [--slide-index auto|none|DIR[,DIR...]]";
 
 }  // namespace tessera::serve

@@ -20,6 +20,9 @@ TEST(ServeConfig, DefaultsBindLoopbackOnTheDocumentedPort) {
   EXPECT_EQ(c.port, 8470);
   EXPECT_TRUE(c.token_file.empty());
   EXPECT_EQ(c.limits.max_k, 1000);
+  EXPECT_EQ(c.slide_index, "auto");
+  EXPECT_EQ(parse({"--index", "x", "--slide-index", "none"}).slide_index, "none");
+  EXPECT_THROW(parse({"--index", "x", "--slide-index", ""}), InvalidInput);
 }
 
 TEST(ServeConfig, ANonLoopbackBindNeedsATokenFile) {

@@ -4,6 +4,7 @@
 #include "common/slide/slide.h"
 #include "common/store/index.h"
 #include "stages/query/search.h"
+#include "stages/query/slide_search.h"
 
 namespace tessera::serve {
 
@@ -55,6 +56,11 @@ Image8 Front::pixels(const query::StoredPatch& patch, std::string* why) const {
 query::SlidePatches Front::slide_patches(int32_t slide) const {
   std::lock_guard<std::mutex> lock(lookup_mutex_);
   return lookup_->slide_patches(slide);
+}
+
+SlideFeatures Front::mosaic_features(const std::string& slide_id) const {
+  std::lock_guard<std::mutex> lock(lookup_mutex_);
+  return query::read_mosaic_features(catalog_, slide_id);
 }
 
 std::shared_ptr<const Slide> Front::slide(int32_t s) const {

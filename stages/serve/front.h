@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/slide/png_io.h"
+#include "common/store/slide_features.h"
 #include "common/store/vector_meta.h"
 #include "common/vector/catalog.h"
 #include "stages/query/filter.h"
@@ -54,6 +55,9 @@ class Front {
   std::vector<float> embedding(const query::StoredPatch& patch) const;
   Image8 pixels(const query::StoredPatch& patch, std::string* why) const;
   query::SlidePatches slide_patches(int32_t slide) const;
+  // The stored features of a slide for its mosaic (query::read_mosaic_features), serialised with
+  // the lookup's reads (HDF5).
+  SlideFeatures mosaic_features(const std::string& slide_id) const;
 
   // Slide s opened (direct tile reader where it can, else OpenSlide), kept among the
   // kOpenSlides most recently used. Throws IoError naming the file.

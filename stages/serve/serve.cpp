@@ -22,6 +22,7 @@
 #include "stages/serve/metrics.h"
 #include "stages/serve/registry.h"
 #include "stages/serve/shards.h"
+#include "stages/serve/slide_indexes.h"
 
 #ifndef TESSERA_SERVE_WEB_DIR
 #define TESSERA_SERVE_WEB_DIR ""
@@ -156,7 +157,10 @@ int run(const Config& config, Comm& comm, Controls& controls) {
       spdlog::warn("no web page: {}; the API is served alone", e.what());
     }
     auto front = std::make_shared<const Front>(shards->catalog(), shards->slides(), rows, 0);
-    api = std::make_unique<Api>(front, batcher, metrics, config, std::move(files), token, comm.size());
+    auto slide_indexes = std::make_shared<const SlideIndexes>(
+        SlideIndexes::load(config.slide_index, shards->catalog()));
+    api = std::make_unique<Api>(front, batcher, metrics, config, std::move(files), token,
+                                comm.size(), std::move(slide_indexes));
     server = std::make_unique<HttpServer>(*api, config);
     return std::string();
   });

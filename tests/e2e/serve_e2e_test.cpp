@@ -1,6 +1,7 @@
 // serve end to end: generated slides through patchgen, embed and ingest, then
 //   - every route of the API in process (Api::handle, no sockets), bad inputs included;
-//   - serve itself under mpirun with 1..3 ranks over loopback: the same answers as query;
+//   - serve itself under mpirun with 1..3 ranks over loopback: the same answers as query (patch
+//     search, similar slides and patients over the slide and patient indexes, mosaic voting);
 //   - a bounded load test, a generation swap under load, a token on a non-loopback bind;
 //   - the page in headless chromium (web/browser_test.js), with a screenshot kept.
 #include <gtest/gtest.h>
@@ -13,10 +14,12 @@
 #include <chrono>
 #include <random>
 #include <set>
+#include <tuple>
 #include <thread>
 
 #include <nlohmann/json.hpp>
 
+#include "common/core/error.h"
 #include "common/core/fs.h"
 #include "common/mpi/comm.h"
 #include "common/store/index.h"
@@ -35,11 +38,16 @@ const std::string kEmbed = TESSERA_EMBED;
 const std::string kIngest = TESSERA_INGEST;
 const std::string kQuery = TESSERA_QUERY;
 const std::string kServe = TESSERA_SERVE;
+const std::string kAggregate = TESSERA_AGGREGATE;
 
 // Four slides of three patients over two sites in two cohort parts, embedded and ingested into
-// "flat" (both parts, 3 shards) and "grown" (part 0 only; the reload test appends part 1).
+// "flat" (both parts, 3 shards) and "grown" (part 0 only; the reload test appends part 1); slide
+// and patient vectors (aggregate, mean) ingested into the slide-level index "mean-vit-tiny" and
+// the patient-level "mean-vit-tiny-patient", which serve finds beside "flat" (--slide-index auto).
 class Cohort : public ::testing::Environment {
  public:
+  static constexpr const char* kSlideIndex = "mean-vit-tiny";
+  static constexpr const char* kPatientIndex = "mean-vit-tiny-patient";
   static fs::path dir() { return fs::temp_directory_path() / fmt::format("tessera_serve_e2e_{}", ::getpid()); }
   static std::string run() { return (dir() / "run").string(); }
   static std::string index(const std::string& name) { return run() + "/ingest/" + name; }
@@ -77,6 +85,13 @@ class Cohort : public ::testing::Environment {
                               " --tag vit-tiny --name grown --threads 1 --shards 3 --normalize "
                               "--embed-parts 0",
                           &log), 0) << log;
+    for (const char* level : {"slide", "patient"}) {
+      ASSERT_EQ(run_command(mpirun(2) + kAggregate + " --run " + run() + " --tag vit-tiny --level " +
+                                level, &log), 0) << log;
+      ASSERT_EQ(run_command(mpirun(1) + kIngest + " --run " + run() + " --level " + level +
+                                " --slides " + (std::string(level) == "slide" ? kSlideIndex : kPatientIndex) +
+                                " --normalize", &log), 0) << log;
+    }
   }
   void TearDown() override {
     if (!::testing::UnitTest::GetInstance()->Failed()) fs::remove_all(dir());
@@ -119,18 +134,101 @@ json query_hits(const std::string& name, const std::string& args) {
   return json::parse(log.substr(start)).at("queries").at(0).at("hits");
 }
 
+// query's whole JSON report for `args` over index `name`.
+json query_json(const std::string& name, const std::string& args) {
+  std::string log;
+  const std::string command = kQuery + " --index " + Cohort::index(name) +
+                              " --threads 1 --format json --log-level error " + args;
+  EXPECT_EQ(run_command(command, &log), 0) << command << "\n" << log;
+  const size_t start = log.find('{');
+  if (start == std::string::npos) return json::object();
+  return json::parse(log.substr(start));
+}
+
+// A similar-slides/patients answer equals query's report (the same rows, ids, scores, labels).
+void expect_same_similar(const json& served, const json& queried, const std::string& what) {
+  ASSERT_TRUE(served.contains("hits")) << what << ": " << served.dump();
+  EXPECT_EQ(served.at("query"), queried.at("query")) << what;
+  EXPECT_EQ(served.at("hits"), queried.at("hits")) << what;
+  EXPECT_EQ(served.at("search").at("rows"), queried.at("search").at("rows")) << what;
+}
+
+// A ranking of votes equals query's: ids, votes and metadata exactly, best scores within 1e-5.
+void expect_same_votes(const json& a, const json& b, const std::string& what) {
+  ASSERT_EQ(a.size(), b.size()) << what << "\n" << a.dump() << "\n" << b.dump();
+  for (size_t i = 0; i < a.size(); ++i) {
+    json x = a[i], y = b[i];
+    EXPECT_NEAR(x.at("best_score").get<double>(), y.at("best_score").get<double>(), 1e-5) << what;
+    x.erase("best_score");
+    y.erase("best_score");
+    EXPECT_EQ(x, y) << what << " rank " << i;
+  }
+}
+
+void expect_same_vote_report(const json& served, const json& queried, const std::string& what) {
+  ASSERT_TRUE(served.contains("slides")) << what << ": " << served.dump();
+  EXPECT_EQ(served.at("query").at("mosaic"), queried.at("query").at("mosaic")) << what;
+  EXPECT_FALSE(served.at("slides").empty()) << what;
+  expect_same_votes(served.at("slides"), queried.at("slides"), what + " (slides)");
+  expect_same_votes(served.at("patients"), queried.at("patients"), what + " (patients)");
+}
+
+// The slide and case searches compared with query: (request path, body, query arguments).
+struct SlideCase {
+  std::string path;
+  json body;
+  std::string index;  // query's --index
+  std::string args;
+};
+
+std::vector<SlideCase> slide_cases() {
+  std::vector<SlideCase> cases;
+  for (const char* s : {"a", "b", "c", "d"}) {
+    cases.push_back({"/api/v1/similar-slides", {{"slide_id", s}, {"k", 3}}, Cohort::kSlideIndex,
+                     fmt::format("--similar-slide {} -k 3", s)});
+    cases.push_back({"/api/v1/mosaic-vote", {{"slide_id", s}, {"k", 5}}, "flat",
+                     fmt::format("--slide {} --mosaic-vote -k 5", s)});
+  }
+  cases.push_back({"/api/v1/similar-slides", {{"slide_id", "a"}, {"k", 5}, {"exclude_same_patient", true}},
+                   Cohort::kSlideIndex, "--similar-slide a -k 5 --exclude-same-patient"});
+  for (const char* p : {"P1", "P2", "P3"}) {
+    cases.push_back({"/api/v1/similar-patients", {{"patient_id", p}, {"k", 2}}, Cohort::kPatientIndex,
+                     fmt::format("--similar-patient {} -k 2", p)});
+  }
+  cases.push_back({"/api/v1/mosaic-vote",
+                   {{"slide_id", "a"}, {"k", 4}, {"exclude_same_patient", true}, {"filter", "site = lung"},
+                    {"mosaic_percent", 20}, {"mosaic_min", 3}},
+                   "flat",
+                   "--slide a --mosaic-vote -k 4 --exclude-same-patient --filter \"site = lung\" "
+                   "--mosaic-percent 20 --mosaic-min 3"});
+  cases.push_back({"/api/v1/mosaic-vote", {{"slide_id", "d"}, {"k", 3}, {"mosaic_min", 2}, {"mosaic_percent", 1}},
+                   "flat", "--slide d --mosaic-vote -k 3 --mosaic-min 2 --mosaic-percent 1"});
+  return cases;
+}
+
+void expect_same_answer(const SlideCase& c, const json& served, const json& queried,
+                        const std::string& what) {
+  if (c.path == "/api/v1/mosaic-vote") {
+    expect_same_vote_report(served, queried, what);
+  } else {
+    expect_same_similar(served, queried, what);
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // In process: Api::handle over the resident state, a thread running the rounds.
 
 class InProcess {
  public:
-  explicit InProcess(const std::string& token = "")
+  explicit InProcess(const std::string& token = "", const std::string& slide_index = "auto")
       : shards_(Cohort::index("flat"), 0, 1, true, VerifyLevel::kCheap) {
     config_.index = Cohort::index("flat");
     auto front = std::make_shared<const serve::Front>(shards_.catalog(), shards_.slides(), shards_.rows(), 0);
-    api_ = std::make_unique<serve::Api>(front, batcher_, metrics_, config_,
-                                        std::map<std::string, std::string>{{"/index.html", "<html></html>"}},
-                                        token, 1);
+    api_ = std::make_unique<serve::Api>(
+        front, batcher_, metrics_, config_,
+        std::map<std::string, std::string>{{"/index.html", "<html></html>"}}, token, 1,
+        std::make_shared<const serve::SlideIndexes>(
+            serve::SlideIndexes::load(slide_index, shards_.catalog())));
     rounds_ = std::thread([this] {
       SerialComm comm;
       while (!stop_) {
@@ -323,6 +421,107 @@ TEST(ServeE2E, BadRequestsGetA4xxAndTheServiceGoesOn) {
   EXPECT_EQ(s.post("/api/v1/search", json{{"patch_id", patch}, {"k", 3}}.dump()).status, 200);
 }
 
+TEST(ServeE2E, SlideAndCaseSearchInProcessEqualQuery) {
+  InProcess s;
+  const json info = body_of(s.get("/api/v1/info"));
+  const json& indexes = info.at("slide_indexes");
+  ASSERT_EQ(indexes.size(), 2u) << info.dump();
+  EXPECT_EQ(indexes[0].at("name"), Cohort::kSlideIndex);
+  EXPECT_EQ(indexes[0].at("level"), "slide");
+  EXPECT_EQ(indexes[0].at("rows"), 4);
+  EXPECT_EQ(indexes[1].at("name"), Cohort::kPatientIndex);
+  EXPECT_EQ(indexes[1].at("level"), "patient");
+  EXPECT_EQ(indexes[1].at("rows"), 3);
+  for (const SlideCase& c : slide_cases()) {
+    const serve::Response r = s.post(c.path, c.body.dump());
+    ASSERT_EQ(r.status, 200) << c.path << " " << c.body.dump() << ": " << r.body;
+    expect_same_answer(c, body_of(r), query_json(c.index, c.args), c.path + " " + c.body.dump());
+  }
+  // What the page shows: labels and metadata of every slide found, a mosaic of the slide.
+  const json similar = body_of(s.post("/api/v1/similar-slides", json{{"slide_id", "a"}, {"k", 3}}.dump()));
+  ASSERT_EQ(similar.at("hits").size(), 3u);
+  for (const auto& h : similar.at("hits")) {
+    EXPECT_NE(h.at("slide_id"), "a");
+    EXPECT_TRUE(h.contains("site") && h.contains("patient_id") && h.contains("score")) << h.dump();
+  }
+  const json vote = body_of(s.post("/api/v1/mosaic-vote", json{{"slide_id", "c"}, {"exclude_same_patient", true}}.dump()));
+  for (const auto& v : vote.at("slides")) {
+    EXPECT_NE(v.at("patient_id"), "P2");
+    EXPECT_GT(v.at("votes").get<int>(), 0);
+  }
+  EXPECT_FALSE(vote.at("query").at("mosaic").empty());
+  EXPECT_GT(vote.at("query").at("footprint").get<double>(), 0);
+
+  // Bad inputs: 4xx with the JSON error body; the service goes on.
+  const std::vector<std::tuple<std::string, std::string, std::string, int>> cases = {
+      {"POST", "/api/v1/similar-slides", json{{"slide_id", "nosuch"}}.dump(), 404},
+      {"POST", "/api/v1/similar-slides", json{{"slide_id", "../../etc/passwd"}}.dump(), 404},
+      {"POST", "/api/v1/similar-slides", json{{"slide_id", "a"}, {"k", 0}}.dump(), 400},
+      {"POST", "/api/v1/similar-slides", json{{"slide_id", "a"}, {"k", 1000000000}}.dump(), 400},
+      {"POST", "/api/v1/similar-slides", json{{"slide_id", "a"}, {"index", "nosuch"}}.dump(), 404},
+      {"POST", "/api/v1/similar-slides", json{{"slide_id", "a"}, {"index", Cohort::kPatientIndex}}.dump(), 404},
+      {"POST", "/api/v1/similar-slides", "{\"slide_id\": ", 400},
+      {"POST", "/api/v1/similar-patients", json{{"patient_id", "P9"}}.dump(), 404},
+      {"POST", "/api/v1/similar-patients", json{{"slide_id", "a"}}.dump(), 400},
+      {"POST", "/api/v1/mosaic-vote", json{{"slide_id", "nosuch"}}.dump(), 404},
+      {"POST", "/api/v1/mosaic-vote", json{{"slide_id", "a"}, {"k", 0}}.dump(), 400},
+      {"POST", "/api/v1/mosaic-vote", json{{"slide_id", "a"}, {"k", 1000000000}}.dump(), 400},
+      {"POST", "/api/v1/mosaic-vote", json{{"slide_id", "a"}, {"filter", "nosuch = 1"}}.dump(), 400},
+      {"POST", "/api/v1/mosaic-vote", json{{"slide_id", "a"}, {"mosaic_percent", 0}}.dump(), 400},
+      {"GET", "/api/v1/similar-slides", "", 405},
+      {"GET", "/api/v1/mosaic-vote", "", 405},
+  };
+  for (const auto& [method, path, body, status] : cases) {
+    const serve::Response r = s.request(method, path, body);
+    EXPECT_EQ(r.status, status) << method << " " << path << " " << body << ": " << r.body;
+    const json e = body_of(r);
+    EXPECT_EQ(e.at("error").at("code"), status) << path;
+    EXPECT_FALSE(e.at("error").at("message").get<std::string>().empty()) << path;
+  }
+  EXPECT_EQ(s.post("/api/v1/similar-slides", json{{"slide_id", "b"}}.dump()).status, 200);
+
+  // Without slide indexes: the patch index still votes; slide and patient search say what to do.
+  InProcess bare("", "none");
+  EXPECT_EQ(body_of(bare.get("/api/v1/info")).at("slide_indexes"), json::array());
+  for (const auto& [path, body] : std::vector<std::pair<std::string, json>>{
+           {"/api/v1/similar-slides", {{"slide_id", "a"}}},
+           {"/api/v1/similar-patients", {{"patient_id", "P1"}}}}) {
+    const serve::Response r = bare.post(path, body.dump());
+    EXPECT_EQ(r.status, 404) << path << ": " << r.body;
+    EXPECT_NE(r.body.find("--slide-index"), std::string::npos) << r.body;
+  }
+  EXPECT_EQ(bare.post("/api/v1/mosaic-vote", json{{"slide_id", "a"}}.dump()).status, 200);
+}
+
+TEST(ServeE2E, WhichSlideIndexesAreServed) {
+  using serve::SlideIndexes;
+  const Catalog catalog = load_catalog(Cohort::index("flat"));
+  EXPECT_EQ(SlideIndexes::load("auto", catalog).describe().size(), 2u);
+  EXPECT_TRUE(SlideIndexes::load("none", catalog).empty());
+  const SlideIndexes one = SlideIndexes::load(Cohort::index(Cohort::kPatientIndex), catalog);
+  EXPECT_EQ(one.describe().size(), 1u);
+  EXPECT_EQ(one.find("slide", ""), nullptr);
+  EXPECT_NE(one.find("patient", ""), nullptr);
+  EXPECT_NE(one.find("patient", Cohort::kPatientIndex), nullptr);
+  EXPECT_EQ(one.find("patient", "other"), nullptr);
+  EXPECT_EQ(SlideIndexes::load(Cohort::index(Cohort::kSlideIndex) + "," +
+                                   Cohort::index(Cohort::kPatientIndex), catalog)
+                .describe()
+                .size(),
+            2u);
+  // A patch index or a missing folder is no slide index; the same one twice is refused.
+  EXPECT_THROW(SlideIndexes::load(Cohort::index("flat"), catalog), InvalidInput);
+  EXPECT_THROW(SlideIndexes::load(Cohort::index("nosuch"), catalog), InvalidInput);
+  EXPECT_THROW(SlideIndexes::load(Cohort::index(Cohort::kSlideIndex) + "," +
+                                      Cohort::index(Cohort::kSlideIndex), catalog),
+               InvalidInput);
+  // Vectors of another embed tag: not found by auto, served when named.
+  Catalog other = catalog;
+  other.tag = "another-model";
+  EXPECT_TRUE(SlideIndexes::load("auto", other).empty());
+  EXPECT_EQ(SlideIndexes::load(Cohort::index(Cohort::kSlideIndex), other).describe().size(), 1u);
+}
+
 TEST(ServeE2E, ATokenIsRequiredWhenGiven) {
   const std::string token = "0123456789abcdef-token";
   InProcess s(token);
@@ -437,6 +636,9 @@ TEST(ServeE2E, AnswersEqualQueryAtOneTwoAndThreeRanks) {
       expected.push_back(query_hits("flat", fmt::format("--patch {} -k 9 {}", p, args)));
     }
   }
+  const std::vector<SlideCase> slide_cases = e2e::slide_cases();
+  std::vector<json> slide_expected;
+  for (const SlideCase& sc : slide_cases) slide_expected.push_back(query_json(sc.index, sc.args));
   for (int R = 1; R <= 3; ++R) {
     Service service(R, Cohort::index("flat"), "", fmt::format("r{}", R));
     ASSERT_TRUE(service.running());
@@ -454,6 +656,29 @@ TEST(ServeE2E, AnswersEqualQueryAtOneTwoAndThreeRanks) {
         const json r = post(c, "/api/v1/search", body, &status);
         ASSERT_EQ(status, 200) << r.dump();
         expect_same_hits(r.at("hits"), expected.at(at++), fmt::format("R={} patch {} {}", R, p, args));
+      }
+    }
+    // Similar slides and patients, and mosaic votes whose searches go through the rounds.
+    for (size_t i = 0; i < slide_cases.size(); ++i) {
+      const SlideCase& sc = slide_cases[i];
+      int status = 0;
+      const json r = post(c, sc.path, sc.body, &status);
+      ASSERT_EQ(status, 200) << r.dump();
+      expect_same_answer(sc, r, slide_expected[i], fmt::format("R={} {} {}", R, sc.path, sc.body.dump()));
+    }
+    // Several mosaic votes at once share rounds and still give query's answers.
+    {
+      std::vector<std::thread> clients;
+      std::vector<json> answers(4);
+      for (size_t t = 0; t < answers.size(); ++t) {
+        clients.emplace_back([&, t] {
+          httplib::Client cc("127.0.0.1", service.port());
+          answers[t] = post(cc, slide_cases[2 * t + 1].path, slide_cases[2 * t + 1].body);
+        });
+      }
+      for (auto& t : clients) t.join();
+      for (size_t t = 0; t < answers.size(); ++t) {
+        expect_same_vote_report(answers[t], slide_expected[2 * t + 1], fmt::format("R={} concurrent vote {}", R, t));
       }
     }
     // A point on a slide, as query --slide --x --y.
@@ -494,11 +719,16 @@ TEST(ServeE2E, TwentyThousandMixedRequestsOverSixteenConnections) {
     }
   }
   std::atomic<int64_t> server_errors{0}, failures{0}, answered{0};
+  std::mutex failed_mutex;
+  std::vector<std::string> failed;  // what the requests without an answer met
   auto client = [&](int c, int requests) {
     std::mt19937 rng(1000 + c);
     httplib::Client cli("127.0.0.1", service.port());
     cli.set_keep_alive(true);
     cli.set_tcp_nodelay(true);
+    // A slow answer on a loaded machine is not a failure: only a dropped connection is (the
+    // client's default read timeout is 5 s; serve's own limit on a search is 30 s).
+    cli.set_read_timeout(120);
     for (int i = 0; i < requests; ++i) {
       const int kind = static_cast<int>(rng() % 10);
       const int64_t p = patches[rng() % patches.size()];
@@ -518,6 +748,8 @@ TEST(ServeE2E, TwentyThousandMixedRequestsOverSixteenConnections) {
       }();
       if (!r) {
         ++failures;
+        std::lock_guard<std::mutex> lock(failed_mutex);
+        failed.push_back(fmt::format("kind {}: {}", kind, httplib::to_string(r.error())));
         continue;
       }
       ++answered;
@@ -534,7 +766,7 @@ TEST(ServeE2E, TwentyThousandMixedRequestsOverSixteenConnections) {
   round(20000);
   const int64_t after = rss_of(service.rank0());
   EXPECT_EQ(server_errors, 0);
-  EXPECT_EQ(failures, 0);
+  EXPECT_EQ(failures, 0) << fmt::format("{}", fmt::join(failed, "; "));
   EXPECT_EQ(answered, 24000);
   EXPECT_LE(after, before * 105 / 100) << "RSS " << before << " -> " << after << " bytes";
   httplib::Client c("127.0.0.1", service.port());
@@ -554,6 +786,7 @@ TEST(ServeE2E, AnAppendedGenerationIsSwappedInWithoutFailingRequests) {
   std::atomic<int64_t> ok{0}, bad{0};
   std::thread load([&] {
     httplib::Client cli("127.0.0.1", service.port());
+    cli.set_read_timeout(120);  // slow is not failed: only a dropped connection is
     while (!done) {
       auto r = cli.Post("/api/v1/search", json{{"patch_id", patch}, {"k", 5}}.dump(), "application/json");
       (r && r->status == 200 ? ok : bad)++;

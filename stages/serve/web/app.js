@@ -1,10 +1,11 @@
 // tessera serve's page: a cohort list, an OpenSeadragon viewer over the service's DeepZoom tiles,
-// search by a point or a box, the hits as a grid, a similarity heatmap, downloads.
+// search by a point or a box, the hits as a grid, a similarity heatmap, downloads; similar slides
+// and cases of the open slide are in similar.js.
 'use strict';
 
 const api = '/api/v1';
 const state = { slides: [], slide: null, query: null, result: null, mode: 'point', overlays: [],
-                heat: null, info: null };
+                heat: null, info: null, cohort: new Map() };
 const $ = (id) => document.getElementById(id);
 
 function token() { return localStorage.getItem('tessera_token') || ''; }
@@ -68,6 +69,7 @@ function openSlide(id, focus) {
   return new Promise((resolve) => {
     const done = () => {
       if (focus) focusOn(focus);
+      onSlideOpened();
       drawOutlines();
       if ($('heatmap').checked) drawHeatmap();
       resolve();
@@ -99,7 +101,8 @@ function addOutline(x, y, w, h, cls) {
 function drawOutlines() {
   for (const el of state.overlays) viewer.removeOverlay(el);
   state.overlays = [];
-  if (!state.result) return;
+  drawMosaic();
+  if (!state.result || $('view-patches').hidden) return;
   const q = state.result.query;
   if (q.slide_id === state.slide && q.box) addOutline(q.box[0], q.box[1], q.box[2], q.box[3], 'query');
   else if (q.slide_id === state.slide && q.footprint) addOutline(q.x, q.y, q.footprint, q.footprint, 'query');
@@ -156,6 +159,7 @@ function searchBody(query) {
 }
 
 async function search(query) {
+  if ($('view-patches').hidden) showTab('patches');
   state.query = query;
   showError('');
   status('searching…');
@@ -277,6 +281,7 @@ $('slide-search').addEventListener('input', () => { clearTimeout(typing); typing
     state.info = info;
     const model = info.model && (info.model.model || info.model.kind) || 'model';
     $('index-info').textContent = `${info.tag} · ${info.rows.toLocaleString()} patches · ${info.slides} slides · ${model} · ${info.index_spec} · ${info.ranks} rank(s)`;
+    for (const s of (await call('/slides')).slides) state.cohort.set(s.slide_id, s);
     await loadSlides();
     if (state.slides.length) await openSlide(state.slides[0].slide_id);
     status('ready');

@@ -1,0 +1,184 @@
+// Slide- and case-level routes of Api (api.h): similar slides and patients over a slide index
+// (query::SimilarIndex, as query --similar-slide / --similar-patient), and mosaic voting over the
+// resident patch index (as query --slide S --mosaic-vote, its searches in the collective rounds).
+#include <chrono>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "common/core/error.h"
+#include "common/vector/vector_index.h"
+#include "stages/query/slide_search.h"
+#include "stages/query/votes.h"
+#include "stages/serve/api.h"
+#include "stages/serve/http_errors.h"
+#include "stages/serve/json_fields.h"
+
+namespace tessera::serve {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+json parse_object(const std::string& body) {
+  json j;
+  try {
+    j = json::parse(body);
+  } catch (const json::exception& e) {
+    fail<InvalidInput>("the body is not JSON: {}", e.what());
+  }
+  if (!j.is_object()) fail<InvalidInput>("the body must be a JSON object");
+  return j;
+}
+
+int parse_k(const json& j, const Limits& limits) {
+  if (!j.contains("k")) return 10;
+  const int64_t k = field<int64_t>(j, "k", "an integer");
+  if (k < 1 || k > limits.max_k) fail<InvalidInput>("'k' must be 1..{}, not {}", limits.max_k, k);
+  return static_cast<int>(k);
+}
+
+std::string parse_id_field(const json& j, const char* name) {
+  if (!j.contains(name)) fail<InvalidInput>("give '{}'", name);
+  std::string id = field<std::string>(j, name, "a string");
+  if (id.empty()) fail<InvalidInput>("'{}' is empty", name);
+  if (id.size() > 1024) fail<InvalidInput>("'{}' is {} characters long", name, id.size());
+  return id;
+}
+
+double elapsed_ms(Clock::time_point start) {
+  return 1000 * std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+}  // namespace
+
+SimilarSpec parse_similar(const std::string& body, const char* id_field, const Limits& limits) {
+  const json j = parse_object(body);
+  SimilarSpec s;
+  s.id = parse_id_field(j, id_field);
+  s.k = parse_k(j, limits);
+  if (j.contains("exclude_same_patient")) {
+    s.exclude_same_patient = field<bool>(j, "exclude_same_patient", "true or false");
+  }
+  if (j.contains("index") && !j.at("index").is_null()) {
+    s.index = field<std::string>(j, "index", "a string (an index name from /api/v1/info)");
+  }
+  return s;
+}
+
+VoteSpec parse_vote(const std::string& body, const Limits& limits) {
+  const json j = parse_object(body);
+  VoteSpec v;
+  v.slide_id = parse_id_field(j, "slide_id");
+  v.k = parse_k(j, limits);
+  if (j.contains("nprobe")) {
+    const int64_t nprobe = field<int64_t>(j, "nprobe", "an integer");
+    if (nprobe < 0 || nprobe > 1 << 20) fail<InvalidInput>("'nprobe' must be 0..{}", 1 << 20);
+    v.nprobe = static_cast<int>(nprobe);
+  }
+  if (j.contains("filter") && !j.at("filter").is_null()) {
+    v.filter = field<std::string>(j, "filter", "a string");
+    if (v.filter.size() > limits.max_filter_chars) {
+      fail<InvalidInput>("'filter' is {} characters long; the limit is {}", v.filter.size(),
+                         limits.max_filter_chars);
+    }
+    if (v.filter.find_first_not_of(" \t\r\n") == std::string::npos) v.filter.clear();
+  }
+  if (j.contains("exclude_same_patient")) {
+    v.exclude_same_patient = field<bool>(j, "exclude_same_patient", "true or false");
+  }
+  if (j.contains("mosaic_percent")) {
+    v.mosaic_percent = field<double>(j, "mosaic_percent", "a number");
+    if (!(v.mosaic_percent > 0 && v.mosaic_percent <= 100)) {
+      fail<InvalidInput>("'mosaic_percent' must be in (0, 100]");
+    }
+  }
+  if (j.contains("mosaic_min")) {
+    const int64_t m = field<int64_t>(j, "mosaic_min", "an integer");
+    if (m < 1 || m > 256) fail<InvalidInput>("'mosaic_min' must be 1..256, not {}", m);
+    v.mosaic_min = static_cast<int>(m);
+  }
+  return v;
+}
+
+Response Api::similar(const Front& front, const Request& request, const std::string& level) {
+  const auto start = Clock::now();
+  const SimilarSpec spec =
+      parse_similar(request.body, level == "slide" ? "slide_id" : "patient_id", config_.limits);
+  const auto index = slide_indexes_->find(level, spec.index);
+  if (!index) {
+    if (!spec.index.empty()) {
+      throw NotFound(fmt::format("no {}-level index '{}' is served (see /api/v1/info)", level,
+                                 spec.index));
+    }
+    throw NotFound(fmt::format(
+        "this service holds no {0}-level index: make one (aggregate{1}, then ingest --level {0}) "
+        "and start serve with --slide-index RUN/ingest/NAME",
+        level, level == "patient" ? " --level patient" : ""));
+  }
+  std::string why;
+  const int64_t row = index->row(spec.id, &why);
+  if (row < 0) throw NotFound(why);
+  const query::SimilarHits hits = index->search(row, spec.k, spec.exclude_same_patient);
+  json j = index->report_json(hits, spec.k, spec.exclude_same_patient);
+  j["search"]["index_dir"] = index->catalog().dir;
+  j["generation"] = front.generation();
+  j["latency_ms"] = elapsed_ms(start);
+  return {200, "application/json", j.dump(), {}};
+}
+
+Response Api::mosaic_vote(const Front& front, const Request& request) {
+  const auto start = Clock::now();
+  const VoteSpec spec = parse_vote(request.body, config_.limits);
+  if (!spec.filter.empty()) query::Filter::parse(spec.filter, front.columns());  // 400 early
+  const auto slide = front.slide_index(spec.slide_id);
+  if (!slide) throw NotFound(fmt::format("unknown slide '{}'", spec.slide_id));
+  if (front.patch_count(*slide) == 0) {
+    throw NotFound(fmt::format("slide '{}' has no ingested patch", spec.slide_id));
+  }
+  const Catalog& catalog = front.catalog();
+  query::MosaicRule rule;
+  rule.percent = spec.mosaic_percent;
+  rule.min_size = spec.mosaic_min;
+  query::SlideMosaic mosaic = query::pick_slide_mosaic(front.mosaic_features(spec.slide_id), rule);
+  const auto n = static_cast<int64_t>(mosaic.patches.size());
+  if (catalog.normalize) l2_normalize(mosaic.vectors.data(), n, catalog.dim);
+  // One search per mosaic patch, as query searches them: its slide left out (a slide never votes
+  // for itself) and with exclude_same_patient every slide of its patient.
+  std::vector<SearchJob> jobs(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    SearchJob& job = jobs[i];
+    job.vector.assign(mosaic.vectors.begin() + i * catalog.dim,
+                      mosaic.vectors.begin() + (i + 1) * catalog.dim);
+    job.k = spec.k;
+    job.nprobe = spec.nprobe;
+    job.filter = spec.filter;
+    job.exclude_slide = *slide;
+    if (spec.exclude_same_patient) job.exclude_patient_of = *slide;
+  }
+  const std::vector<std::vector<query::Hit>> hits = run_jobs(std::move(jobs));
+  const bool ip = catalog.metric == "ip";
+  const json search = {{"index", catalog.index_spec},
+                       {"metric", catalog.metric},
+                       {"normalize", catalog.normalize},
+                       {"shards", catalog.shards.size()},
+                       {"ranks", ranks_},
+                       {"rows", front.rows()},
+                       {"k", spec.k},
+                       {"nprobe", spec.nprobe > 0 ? spec.nprobe : catalog.default_nprobe},
+                       {"filter", spec.filter},
+                       {"exclude_same_patient", spec.exclude_same_patient},
+                       {"mosaic_percent", spec.mosaic_percent},
+                       {"mosaic_min", spec.mosaic_min}};
+  json j = query::vote_report_json(spec.slide_id, mosaic.patches,
+                                   query::vote_slides(hits, front.slides(), ip),
+                                   query::vote_patients(hits, front.slides(), ip), front.slides(),
+                                   spec.k, search);
+  j["query"]["footprint"] = front.footprint(*slide);
+  j["generation"] = front.generation();
+  j["latency_ms"] = elapsed_ms(start);
+  return {200, "application/json", j.dump(), {}};
+}
+
+}  // namespace tessera::serve
