@@ -28,6 +28,10 @@ inline constexpr const char* kMetadata = "metadata";  // group in slides: one da
 inline constexpr const char* kMetadataColumns = "metadata_columns";
 }  // namespace index_names
 
+// The status of a slide in the slide table of a cohort part that does not hold it: every part's
+// table lists the whole manifest.
+inline constexpr const char* kOtherPartStatus = "other_part";
+
 struct SlideTable {
   std::vector<std::string> slide_id, path, path_as_written, patient_id, status, reason;
   std::vector<std::string> mpp_source, vendor;

@@ -46,10 +46,33 @@ ItemList make_items(const std::vector<PartSlides>& parts, Level level) {
                          fs::path(part.embed_dir).parent_path().string());
     }
   }
-  std::map<std::string, size_t> patient_item;
+  // Every part's slide table lists the whole cohort, the slides of other parts with status
+  // "other_part": each slide is taken from the part that made it, in order of first listing.
+  struct Row {
+    const PartSlides* part = nullptr;
+    size_t s = 0;
+    bool own() const { return part->slides->status[s] != kOtherPartStatus; }
+  };
+  std::vector<std::string> order;
+  std::map<std::string, Row> rows;
   for (const auto& part : parts) {
+    for (size_t s = 0; s < part.slides->size(); ++s) {
+      const Row row{&part, s};
+      auto [it, added] = rows.emplace(part.slides->slide_id[s], row);
+      if (added) {
+        order.push_back(it->first);
+      } else if (!it->second.own() && row.own()) {
+        it->second = row;
+      }
+    }
+  }
+  std::map<std::string, size_t> patient_item;
+  for (const std::string& slide_id : order) {
+    const Row& row = rows.at(slide_id);
+    const PartSlides& part = *row.part;
     const SlideTable& t = *part.slides;
-    for (size_t s = 0; s < t.size(); ++s) {
+    {
+      const size_t s = row.s;
       std::vector<std::string> labels;
       for (const auto& column : t.metadata) labels.push_back(column[s]);
       SlideRef ref{t.slide_id[s],

@@ -54,6 +54,33 @@ TEST(Items, PatientLevelJoinsSlidesAcrossParts) {
   EXPECT_NE(list.items[4].skip_reason.find("not a safe file name"), std::string::npos);
 }
 
+// As patchgen writes parts: each part's table lists the whole manifest, the other part's slides
+// with status "other_part" and no patches.
+TEST(Items, EachSlideComesFromThePartThatMadeIt) {
+  SlideTable t0 = table({"a", "b", "c"}, {"p1", "p2", "p1"}, {5, 0, 2}, {"x", "y", "x"});
+  SlideTable t1 = t0;
+  t0.status[1] = kOtherPartStatus;
+  t0.patch_count[1] = 0;
+  t1.status = {kOtherPartStatus, "ok", kOtherPartStatus};
+  t1.patch_count = {0, 4, 0};
+  t1.reason = {"", "", ""};
+  for (const Level level : {Level::kSlide, Level::kPatient}) {
+    const ItemList list = make_items({{"/e/part-0", &t0}, {"/e/part-1", &t1}}, level);
+    for (const auto& item : list.items) EXPECT_EQ(item.skip_reason, "") << item.id;
+    if (level == Level::kSlide) {
+      ASSERT_EQ(list.items.size(), 3u);
+      EXPECT_EQ(list.items[1].id, "b");
+      EXPECT_EQ(list.items[1].patches, 4);
+      EXPECT_EQ(list.items[1].slides.at(0).features_path, "/e/part-1/features/b.h5");
+    } else {
+      ASSERT_EQ(list.items.size(), 2u);
+      EXPECT_EQ(list.items[0].slide_ids, (std::vector<std::string>{"a", "c"}));
+      EXPECT_EQ(list.items[0].patches, 7);
+      EXPECT_EQ(list.items[1].slide_ids, std::vector<std::string>{"b"});
+    }
+  }
+}
+
 TEST(Items, PartsMustShareTheirColumns) {
   SlideTable t0 = table({"a"}, {"p"}, {1}, {"x"});
   SlideTable t1 = table({"b"}, {"q"}, {1}, {"x"});

@@ -74,7 +74,7 @@ bool is_without_patches(const std::string& reason) {
 }  // namespace
 
 SlideOutcome slide_outcome(const SlideTable& slides, size_t s) {
-  if (slides.status[s] == "other_part") return SlideOutcome::kOtherPart;
+  if (slides.status[s] == kOtherPartStatus) return SlideOutcome::kOtherPart;
   if (slides.patch_count[s] > 0) return SlideOutcome::kPatches;
   if (slides.width[s] > 0 && is_without_patches(slides.reason[s])) return SlideOutcome::kEmpty;
   return SlideOutcome::kFailed;

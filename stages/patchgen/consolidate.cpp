@@ -143,7 +143,7 @@ SlideTable slide_table(const Manifest& manifest, const PartPlan& part,
     const SlidePlan& p = k >= 0 ? summaries[k] : empty;
     auto failure = failures.find(s.index);
     if (k < 0) {
-      t.status.push_back("other_part");
+      t.status.push_back(kOtherPartStatus);
       t.reason.push_back("");
     } else if (!p.ok || failure != failures.end()) {
       t.status.push_back("failed");

@@ -5,7 +5,8 @@
 #   slurm_test.sh CASE   with TESSERA_SOURCE_DIR, TESSERA_BUILD_DIR, TESSERA_SLURM_WORK set
 #
 # Cases: start, stop (the cluster fixture); scripts (no cluster: dry run and refusals); chain (a
-# clean P = 2 chain, the reference of the others); rerun_failed (an embed part killed, a rerun
+# clean P = 2 chain with aggregate and a slide-level index, the reference of the others; a killed
+# slide index resubmitted alone); rerun_failed (an embed part killed, a rerun
 # with fewer ranks refused, --rerun-failed redoes only that part and ingest); requeue (a running
 # embed part requeued resumes). Every case fails with a message naming what differs.
 set -euo pipefail
@@ -39,11 +40,11 @@ cohort() {  # 4 small slides, 2 per part
   mv "$dir/manifest.csv.tmp" "$dir/manifest.csv"
 }
 
-submit_chain() {  # RUN EXTRA_EMBED_ARGS: prints the job ids (patchgen embed ingest)
+submit_chain() {  # RUN EXTRA_EMBED_ARGS [SUBMIT OPTIONS]: prints the job ids (patchgen embed ...)
   cohort
   "$submit" --run "$1" --manifest "$work/cohort/manifest.csv" --parts 2 --model vit-tiny \
     --build "$build" --srun-mpi pmix --patchgen-args "--patch-size 64" \
-    --embed-args "--batch-size 8 $2" --ingest-args "--shards 2" \
+    --embed-args "--batch-size 8 $2" --ingest-args "--shards 2" "${@:3}" \
     --sbatch "--ntasks-per-node=2 --cpus-per-task=1 --mem=1G --time=10:00" | tee "$1.jobs" >&2
   awk '{print $2}' "$1.jobs"
 }
@@ -152,16 +153,41 @@ case "$case_name" in
     rc=0; "$submit" --rerun-failed "$work/dry/run" 2>/dev/null || rc=$?
     ((rc == 2)) || fail "--rerun-failed of a run never submitted exited $rc, expected 2"
     for s in "$src"/slurm/*.sbatch; do bash -n "$s" || fail "$s: syntax"; done
+    # aggregate after every embed task, the slide-level index after aggregate.
+    out="$("$submit" --run "$work/dry/run" --manifest "$work/cohort/manifest.csv" --parts 3 \
+      --model vit-tiny --build "$build" --aggregate mean --aggregate-args "--level patient" \
+      --slide-index mean-idx --dry-run)"
+    # shellcheck disable=SC2016
+    grep -q -- '--dependency=afterok:${embed}.*aggregate.sbatch --run .* --name mean --level patient' \
+      <<<"$out" || fail "no aggregate job after embed: $out"
+    # shellcheck disable=SC2016
+    grep -q -- '--dependency=afterok:${aggregate}.*ingest.sbatch --run .* --level patient --slides mean --name mean-idx' \
+      <<<"$out" || fail "no slide-level ingest after aggregate: $out"
+    rc=0; "$submit" --run "$work/dry/run" --manifest "$work/cohort/manifest.csv" --parts 3 \
+      --model vit-tiny --build "$build" --slide-index x --dry-run 2>/dev/null || rc=$?
+    ((rc == 2)) || fail "--slide-index without --aggregate exited $rc, expected 2"
+    # The stages submitted are the stage graph's, in its order.
+    graph="$("$build/stages/status/tessera-status" --graph |
+      /usr/bin/python3 -c 'import json, sys; print(" ".join(s["name"] for s in json.load(sys.stdin)["stages"]))')"
+    [[ "$("$submit" --build "$build" --list-stages | awk '{print $1}' | xargs)" == "$graph" ]] ||
+      fail "submit --list-stages differs from the graph ($graph)"
     ;;
 
   chain)
     run="$work/clean/run"
     rm -rf "$work/clean" && mkdir -p "$work/clean"
-    mapfile -t jobs < <(submit_chain "$run" "")
-    ((${#jobs[@]} == 3)) || fail "expected 3 job ids, got ${jobs[*]}"
+    # With aggregate and a slide-level index: patchgen embed aggregate ingest ingest.
+    mapfile -t jobs < <(submit_chain "$run" "" --aggregate mean --slide-index mean-idx)
+    ((${#jobs[@]} == 5)) || fail "expected 5 job ids, got ${jobs[*]}"
     wait_jobs "${jobs[@]}"
     expect_all_completed "${jobs[@]}"
     expect_complete_run "$run"
+    agg="$("$build/stages/status/tessera-status" --graph | /usr/bin/python3 -c '
+import json, sys
+print([s["folder"] for s in json.load(sys.stdin)["stages"] if s["name"] == "aggregate"][0])')"
+    for d in "$agg/mean" ingest/mean-idx; do
+      [[ -f "$run/$d/_SUCCESS" ]] || fail "$run/$d/_SUCCESS missing"
+    done
     status="$build/stages/status/tessera-status"
     if [[ -x "$status" ]]; then
       "$status" "$run" || fail "tessera-status $run exited $?"
@@ -169,6 +195,16 @@ case "$case_name" in
       log "tessera-status not built: the status table is not checked"
     fi
     "$submit" --rerun-failed "$run" | grep -q "nothing to submit" || fail "rerun of a complete run submitted jobs"
+    # A slide index killed before its _SUCCESS: --rerun-failed resubmits only that ingest.
+    rm "$run/ingest/mean-idx/_SUCCESS"
+    "$submit" --rerun-failed "$run" | tee "$work/clean/index.jobs"
+    [[ "$(awk '{print $1}' "$work/clean/index.jobs" | xargs)" == ingest ]] ||
+      fail "expected the slide-level ingest only, got: $(cat "$work/clean/index.jobs")"
+    mapfile -t again < <(awk '{print $2}' "$work/clean/index.jobs")
+    wait_jobs "${again[@]}"
+    expect_all_completed "${again[@]}"
+    [[ -f "$run/ingest/mean-idx/_SUCCESS" ]] || fail "the slide index was not finished"
+    "$submit" --rerun-failed "$run" | grep -q "nothing to submit" || fail "a third rerun submitted jobs"
     query "$run" | tee "$work/clean/query.csv"
     (($(wc -l < "$work/clean/query.csv") >= 6)) || fail "query returned fewer than 5 rows"
     ;;
