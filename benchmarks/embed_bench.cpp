@@ -32,6 +32,7 @@
 #include "common/core/cpu.h"
 #include "common/core/options.h"
 #include "benchmarks/bench_report.h"
+#include "common/core/csv.h"
 #include "common/core/error.h"
 #include "common/core/fs.h"
 #include "common/core/hash.h"
@@ -188,7 +189,7 @@ json ensure_run(const BenchOptions& o, Comm& comm) {
       info["slide_generate_s"] = watch.seconds();
     }
     fs::create_directories(o.run);
-    atomic_write_file(manifest, "slide_id,path\nbench," + o.slide + "\n");
+    atomic_write_file(manifest, csv_record({"slide_id", "path"}) + csv_record({"bench", o.slide}));
   }
   comm.barrier();
   po::options_description desc;

@@ -28,6 +28,7 @@
 
 #include "common/core/options.h"
 #include "benchmarks/bench_report.h"
+#include "common/core/csv.h"
 #include "common/core/error.h"
 #include "common/core/fs.h"
 #include "common/h5/h5.h"
@@ -551,9 +552,10 @@ int bench_main(const po::variables_map& values, Comm& comm, const json& command)
     generation = ensure_slide(o);
     dicom_generation = ensure_dicom(o);
     fs::create_directories(qc_dir);
-    atomic_write_file(manifest, "slide_id,path\nbench," + o.slide + "\n");
+    atomic_write_file(manifest, csv_record({"slide_id", "path"}) + csv_record({"bench", o.slide}));
     if (!o.dicom.empty()) {
-      atomic_write_file(dicom_manifest, "slide_id,path\nbench," + o.dicom_dir + "\n");
+      atomic_write_file(dicom_manifest,
+                        csv_record({"slide_id", "path"}) + csv_record({"bench", o.dicom_dir}));
     }
   }
   comm.barrier();

@@ -15,10 +15,14 @@
 #include <filesystem>
 #include <iostream>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "benchmarks/bench_report.h"
 #include "common/core/error.h"
 #include "common/core/hash.h"
 #include "common/core/version.h"
+#include "common/stage/layout.h"
 #include "tests/retrieval/retrieval_eval.h"
 
 namespace tessera::bench {
@@ -26,6 +30,34 @@ namespace {
 
 namespace fs = std::filesystem;
 namespace po = boost::program_options;
+
+// The metrics of a mode without its timing (the same in every repetition: checked).
+nlohmann::json metrics_of(nlohmann::json mode) {
+  mode.erase("seconds");
+  return mode;
+}
+
+std::string fixed2(const nlohmann::json& v) { return fmt::format("{:.2f}", v.get<double>()); }
+
+// One row of docs/performance.md's table.
+std::string table_row(const std::string& model, const nlohmann::json& modes, int k) {
+  const auto& patch = modes.at("patch");
+  std::vector<std::string> by_class;
+  for (const char* c : {"tumour", "stroma", "fat", "necrosis"}) {
+    const auto& b = patch.at("by_class");
+    by_class.push_back(b.contains(c) ? fixed2(b.at(c).at("precision_at_10")) : "-");
+  }
+  std::string row = fmt::format("| {} | {} | {} |", model, fixed2(patch.at("precision_at_10")),
+                                fmt::join(by_class, " / "));
+  for (const char* mode : {"slide", "mosaic"}) {
+    const auto& m = modes.at(mode);
+    row += fmt::format(" {} | {} | {} |", fixed2(m.at("top1_accuracy")),
+                       fixed2(m.at(fmt::format("top{}_majority_accuracy", k))),
+                       fixed2(m.at(fmt::format("map_at_{}", k))));
+  }
+  return row + fmt::format(" {} | {} |", fixed2(patch.at("chance_precision_at_10")),
+                           fixed2(modes.at("slide").at("chance_top1")));
+}
 
 std::vector<std::string> split(const std::string& text) {
   std::vector<std::string> out;
@@ -85,6 +117,7 @@ int run(int argc, char** argv) {
   nlohmann::json models = nlohmann::json::object();
   nlohmann::json repetition_list = nlohmann::json::array();
   nlohmann::json output = nlohmann::json::object();
+  bool metrics_identical = true;
   for (int r = 0; r < repetitions; ++r) {
     nlohmann::json rep = {{"repetition", r}, {"modes", nlohmann::json::object()}};
     for (const auto& model : split(v["models"].as<std::string>())) {
@@ -96,13 +129,19 @@ int run(int argc, char** argv) {
         rep["modes"][model + "/" + mode] = m;
       }
       rep["chain_s"][model] = result.at("chain");
+      for (const auto& [mode, m] : result.at("modes").items()) {
+        if (r > 0 && metrics_of(m) != metrics_of(models.at(model).at("modes").at(mode))) {
+          metrics_identical = false;
+        }
+      }
       if (r == 0) {
         models[model] = result;
-        const std::string run = spec.dir + "/run";
+        const RunLayout layout(spec.dir + "/run");
         output[model] = {
-            {"slides_h5_sha256", sha256_file(run + "/aggregate/mean-" + model + "/slides.h5")},
+            {"slides_h5_sha256",
+             sha256_file(retrieval::slide_cohort_file(layout.run(), "mean-" + model))},
             {"embeddings_sha256_of_first_slide",
-             sha256_file(run + "/embed/" + model + "/features/S0001.h5")}};
+             sha256_file(layout.stage_root(kEmbedStage, model) + "/features/S0001.h5")}};
       }
     }
     repetition_list.push_back(rep);
@@ -132,9 +171,21 @@ int run(int argc, char** argv) {
       {"results", models},
       {"repetitions", repetition_list},
       {"summary", summarize_repetitions(repetition_list)},
+      {"metrics_identical_across_repetitions", metrics_identical},
       {"output", output}};
   write_report(v["out"].as<std::string>(), report);
   std::cerr << "retrieval_bench: wrote " << v["out"].as<std::string>() << "\n";
+  // The table of docs/performance.md.
+  std::cout << "| model | patch P@10 | (tumour / stroma / fat / necrosis) | slide top-1 | slide "
+               "top-5 maj. | slide mAP@5 | mosaic top-1 | mosaic top-5 maj. | mosaic mAP@5 | "
+               "chance P@10 | chance top-1 |\n|---|---|---|---|---|---|---|---|---|---|---|\n";
+  for (const auto& [model, result] : models.items()) {
+    std::cout << table_row(model, result.at("modes"), spec.k) << "\n";
+  }
+  if (!metrics_identical) {
+    std::cerr << "retrieval_bench: the metrics differ between repetitions\n";
+    return 1;
+  }
   return 0;
 }
 

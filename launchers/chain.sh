@@ -11,7 +11,7 @@
 #                         (mpirun --bind-to none), so R x N should not exceed the cores
 #   --parts P             cohort parts, run one after the other (default 1)
 #   --tag T               embed output RUN/embed/T (default: the model name or file stem)
-#   --aggregate NAME      also pool slide vectors: aggregate --name NAME (RUN/aggregate/NAME)
+#   --aggregate NAME      also pool slide vectors: aggregate --name NAME (RUN/slides/NAME)
 #   --slide-index NAME    also index them: ingest --level L --slides <--aggregate> --name NAME,
 #                         L the level of --aggregate-args (--level slide|patient; default slide)
 #   --patchgen-args 'OPTIONS', --embed-args 'OPTIONS', --aggregate-args 'OPTIONS',

@@ -54,7 +54,7 @@ grep -E '"(patches|slides_ok|slides_failed)"' "$demo/run/patchgen/_SUCCESS"
 echo "QC images: $demo/run/patchgen/qc/"
 echo "embeddings: $demo/run/embed/vit-s16/embeddings.h5, per slide: $demo/run/embed/vit-s16/features/"
 echo "index: $demo/run/ingest/vit-s16/catalog.json; query mosaic: $demo/query-mosaic.png"
-echo "slide vectors: $demo/run/aggregate/mean-vit-s16/slides.h5; class ground truth: $demo/cohort/truth.csv"
+echo "slide vectors: $demo/run/slides/mean-vit-s16/slides.h5; class ground truth: $demo/cohort/truth.csv"
 echo
 echo "serve the index with its slide viewer (then open http://127.0.0.1:8470/ in a browser):"
 echo "  $root/launchers/serve.sh $demo/run vit-s16 --build $build"

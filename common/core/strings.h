@@ -22,17 +22,4 @@ inline bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// One CSV field as RFC 4180 writes it: quoted (with quotes doubled) when it holds a comma, a
-// quote, a line break or blanks at either end, which a reader would otherwise split or trim.
-inline std::string csv_field(std::string_view s) {
-  const bool plain = s.find_first_of(",\"\r\n") == std::string_view::npos && trim(s) == s;
-  if (plain) return std::string(s);
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
-}
-
 }  // namespace tessera

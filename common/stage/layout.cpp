@@ -31,14 +31,22 @@ bool exists(const std::string& path) {
   return fs::exists(path, ec);
 }
 
+// Whether `dir` itself is a stage directory (holds a file only the skeleton writes there).
+bool holds_stage(const std::string& dir) {
+  for (const char* file : {kRunFile, kSuccessFile, kStaleFile, kRanksLockFile}) {
+    if (exists(stage_file(dir, file))) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 const std::vector<StageDecl>& stage_graph() {
   static const std::vector<StageDecl> kGraph = {
-      {kPatchgenStage, DirKind::kParts, "", {}},
-      {kEmbedStage, DirKind::kNamedParts, "--tag", {kPatchgenStage}},
-      {"aggregate", DirKind::kNamedParts, "--name", {kEmbedStage, kPatchgenStage}},
-      {kIngestStage, DirKind::kNamedGenerations, "--name",
+      {kPatchgenStage, kPatchgenStage, DirKind::kParts, "", {}},
+      {kEmbedStage, kEmbedStage, DirKind::kNamedParts, "--tag", {kPatchgenStage}},
+      {"aggregate", "slides", DirKind::kNamedParts, "--name", {kEmbedStage, kPatchgenStage}},
+      {kIngestStage, kIngestStage, DirKind::kNamedGenerations, "--name",
        {kEmbedStage, kPatchgenStage, "aggregate"}},
   };
   return kGraph;
@@ -104,12 +112,7 @@ std::string stage_file(const std::string& stage_dir, const char* file) {
 
 std::vector<PartName> parts_under(const std::string& root) {
   std::vector<PartName> found;
-  for (const char* file : {kRunFile, kSuccessFile, kStaleFile, kRanksLockFile}) {
-    if (exists(stage_file(root, file))) {
-      found.push_back({0, 1});
-      break;
-    }
-  }
+  if (holds_stage(root)) found.push_back({0, 1});
   std::map<int, std::set<int>> by_parts;
   for (const auto& name : list_subdirectories(root)) {
     if (auto p = parse_part_name(name)) by_parts[p->parts].insert(p->part);
@@ -125,9 +128,13 @@ RunLayout::RunLayout(const std::string& run) {
   if (run_.size() > 1 && run_.back() == '/') run_.pop_back();
 }
 
+std::string RunLayout::stage_base(const std::string& stage) const {
+  return (fs::path(run_) / stage_decl(stage).folder).string();
+}
+
 std::string RunLayout::stage_root(const std::string& stage, const std::string& name) const {
   const StageDecl& decl = stage_decl(stage);
-  fs::path root = fs::path(run_) / decl.name;
+  fs::path root = fs::path(stage_base(stage));
   if (decl.kind != DirKind::kParts) {
     if (name.empty()) fail<InvalidInput>("stage '{}' needs a name ({})", stage, decl.name_option);
     root /= name;
@@ -144,7 +151,7 @@ std::string RunLayout::stage_dir(const std::string& stage, const std::string& na
 
 std::vector<std::string> RunLayout::names(const std::string& stage) const {
   if (stage_decl(stage).kind == DirKind::kParts) return {};
-  return list_subdirectories((fs::path(run_) / stage).string());
+  return list_subdirectories(stage_base(stage));
 }
 
 std::vector<StageDir> RunLayout::stage_dirs(const std::string& stage,
@@ -153,14 +160,14 @@ std::vector<StageDir> RunLayout::stage_dirs(const std::string& stage,
   const std::string root = stage_root(stage, name);
   std::vector<StageDir> out;
   if (decl.kind == DirKind::kNamedGenerations) {
+    // A root that is itself a stage directory (ingest --level slide|patient: one index, no
+    // generations) comes first, as generation 0 of one.
+    if (holds_stage(root)) out.push_back({stage, name, 0, 1, root});
     for (const auto& d : list_subdirectories(root)) {
       if (auto g = parse_generation_name(d)) {
         out.push_back({stage, name, *g, 1, generation_dir(root, *g)});
       }
     }
-    // A stage directory at the name itself, without generations (ingest --level slide|patient):
-    // stale marking and tessera-status must see it like any other.
-    if (out.empty() && !parts_under(root).empty()) out.push_back({stage, name, 0, 1, root});
     return out;
   }
   for (const PartName& p : parts_under(root)) {

@@ -1,9 +1,12 @@
 // The run directory: the one owner of every path of a run and of the stage graph.
 //
-//   RUN/<stage>/                          a stage without names (patchgen)
-//   RUN/<stage>/<name>/                   a named stage (embed's tag, ingest's name)
+//   RUN/<folder>/                         a stage without names (patchgen)
+//   RUN/<folder>/<name>/                  a named stage (embed's tag, aggregate's and ingest's name)
 //   .../part-PPPPP-of-QQQQQ/              one part of P (P > 1); the root itself when P = 1
-//   RUN/<stage>/<name>/gen-NNNNN/         a generation (ingest: every --append is a new one)
+//   RUN/<folder>/<name>/gen-NNNNN/        a generation (ingest: every --append is a new one)
+//
+// A stage's folder is its name (patchgen, embed, ingest) except where the outputs read better
+// under another: aggregate writes RUN/slides/<name>/.
 //
 // Every stage directory holds the files the skeleton owns (run.json, config.ini, _SUCCESS,
 // _STALE, .lock, .ranks.lock, markers/rank-NNNNN.json). The stage graph (`stage_graph`) declares
@@ -19,7 +22,8 @@
 
 namespace tessera {
 
-// Stage names: the folder under RUN/ and the executable.
+// Stage names: the executable, the "stage" of run.json and markers, and (but for aggregate) the
+// folder under RUN/.
 inline constexpr const char* kPatchgenStage = "patchgen";
 inline constexpr const char* kEmbedStage = "embed";
 inline constexpr const char* kIngestStage = "ingest";
@@ -38,7 +42,7 @@ inline constexpr const char* kRanksLockFile = ".ranks.lock";  // shared by every
 inline constexpr const char* kProgressFile = "progress.jsonl";
 inline constexpr const char* kMarkerDir = "markers";
 
-// How a stage's directories are laid out under RUN/<stage>/.
+// How a stage's directories are laid out under RUN/<folder>/.
 enum class DirKind {
   kParts,             // RUN/<stage>[/part-..]
   kNamedParts,        // RUN/<stage>/<name>[/part-..]
@@ -46,7 +50,8 @@ enum class DirKind {
 };
 
 struct StageDecl {
-  std::string name;                // folder and executable
+  std::string name;                // the stage: its executable, run.json's "stage"
+  std::string folder;              // its folder under RUN/
   DirKind kind = DirKind::kParts;
   std::string name_option;         // the option that names its folder ("--tag", "--name")
   std::vector<std::string> reads;  // stages whose outputs it reads
@@ -98,19 +103,21 @@ class RunLayout {
 
   const std::string& run() const { return run_; }
 
-  // RUN/<stage> or RUN/<stage>/<name> (named stages need a name).
+  // RUN/<folder> of a stage, which holds its names (or its parts, unnamed).
+  std::string stage_base(const std::string& stage) const;
+  // RUN/<folder> or RUN/<folder>/<name> (named stages need a name).
   std::string stage_root(const std::string& stage, const std::string& name = "") const;
   // The directory of part `part` of `parts` of a stage (with its name when named).
   std::string stage_dir(const std::string& stage, const std::string& name, int part,
                         int parts) const;
 
-  // The names (tags, index names) under RUN/<stage>, sorted; empty for unnamed stages.
+  // The names (tags, index names) under RUN/<folder>, sorted; empty for unnamed stages.
   std::vector<std::string> names(const std::string& stage) const;
 
   // Every stage directory of `stage` under the run: the root when it holds a stage, every part
   // folder, and for a split the parts of each split that do not exist yet (dir named but absent);
-  // generations in order for kNamedGenerations (or the name's folder itself when it holds a stage
-  // and no generations: a slide-level index). Sorted by name, then part.
+  // generations in order for kNamedGenerations (preceded by the name's root when the root is
+  // itself a stage directory: ingest --level slide|patient). Sorted by name, then part.
   std::vector<StageDir> stage_dirs(const std::string& stage) const;
   // The same for one name of a named stage (or the unnamed stage with name "").
   std::vector<StageDir> stage_dirs(const std::string& stage, const std::string& name) const;

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <set>
 
 #include "common/core/error.h"
 #include "common/core/fs.h"
@@ -57,6 +58,16 @@ TEST(Layout, StageGraphIsInChainOrderAndDownstreamIsTransitive) {
   EXPECT_THROW(stage_decl("nonsense"), InvalidInput);
 }
 
+TEST(Layout, EveryStageHasItsOwnFolder) {
+  std::set<std::string> folders = {kServicesDir, "slurm"};  // RUN/serve, launchers' RUN/slurm
+  for (const auto& decl : stage_graph()) {
+    EXPECT_FALSE(decl.folder.empty()) << decl.name;
+    EXPECT_TRUE(folders.insert(decl.folder).second) << decl.name << ": " << decl.folder;
+  }
+  EXPECT_EQ(stage_decl("aggregate").folder, "slides");
+  EXPECT_EQ(stage_decl(kEmbedStage).folder, kEmbedStage);
+}
+
 TEST(Layout, RunLayoutBuildsAndListsStageDirectories) {
   const fs::path run = fs::temp_directory_path() / ("tessera_layout_" + std::to_string(::getpid()));
   fs::remove_all(run);
@@ -68,6 +79,9 @@ TEST(Layout, RunLayoutBuildsAndListsStageDirectories) {
   EXPECT_EQ(layout.stage_dir(kIngestStage, "uni", 2, 1),
             (run / "ingest" / "uni" / "gen-00002").string());
   EXPECT_THROW(layout.stage_root(kEmbedStage), InvalidInput);
+  // aggregate (a stage) writes RUN/slides/<name> (its folder).
+  EXPECT_EQ(layout.stage_base("aggregate"), (run / "slides").string());
+  EXPECT_EQ(layout.stage_root("aggregate", "mean-uni"), (run / "slides" / "mean-uni").string());
 
   // A split embed with part 1 missing, a one-part patchgen, two ingest generations.
   make_directories(layout.stage_root(kPatchgenStage));
@@ -90,6 +104,21 @@ TEST(Layout, RunLayoutBuildsAndListsStageDirectories) {
   ASSERT_EQ(in.size(), 2u);
   EXPECT_EQ(in[1].part, 1);
   EXPECT_EQ(in[1].name, "uni");
+  // Names and directories of aggregate are found under its folder, not under RUN/aggregate.
+  make_directories(layout.stage_root("aggregate", "mean-uni"));
+  atomic_write_file(stage_file(layout.stage_root("aggregate", "mean-uni"), kRunFile), "{}");
+  make_directories((run / "aggregate" / "decoy").string());
+  EXPECT_EQ(layout.names("aggregate"), (std::vector<std::string>{"mean-uni"}));
+  const auto ag = layout.stage_dirs("aggregate");
+  ASSERT_EQ(ag.size(), 1u);
+  EXPECT_EQ(ag[0].dir, (run / "slides" / "mean-uni").string());
+  // A slide-level index is one stage directory at its name's root (no generations).
+  make_directories(layout.stage_root(kIngestStage, "slides-uni"));
+  atomic_write_file(stage_file(layout.stage_root(kIngestStage, "slides-uni"), kRunFile), "{}");
+  const auto si = layout.stage_dirs(kIngestStage, "slides-uni");
+  ASSERT_EQ(si.size(), 1u);
+  EXPECT_EQ(si[0].dir, layout.stage_root(kIngestStage, "slides-uni"));
+  EXPECT_EQ(layout.stage_dirs(kIngestStage).size(), 3u);  // uni's two generations, slides-uni
   fs::remove_all(run);
 }
 

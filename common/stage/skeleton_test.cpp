@@ -221,6 +221,23 @@ TEST_F(SkeletonTest, OverwriteMarksEveryDownstreamStageStale) {
   EXPECT_EQ(redo.rank_works, 1);
   EXPECT_FALSE(fs::exists(fs::path(embed_b) / kStaleFile));
   EXPECT_EQ(stale_reason(embed_b), "");
+
+  // aggregate --overwrite: the slide index built on it (ingest --level slide, a stage directory
+  // at its name's root) is marked stale.
+  const std::string slides = layout.stage_dir("aggregate", "mean-b", 0, 1);
+  const std::string slide_index = layout.stage_root(kIngestStage, "slides-b");
+  StageRun ag = stage("aggregate", slides, {embed_b, patchgen});
+  const StageRun si = stage(kIngestStage, slide_index, {slides});
+  for (const StageRun* r : std::vector<const StageRun*>{&ag, &si}) {
+    RecordingWork work(r->dir);
+    ASSERT_EQ(run_stage(comm_, *r, work), 0) << r->dir;
+  }
+  ag.fingerprint = "fp-aggregate-replaced";
+  ag.options.overwrite = true;
+  RecordingWork ag2(slides);
+  ASSERT_EQ(run_stage(comm_, ag, ag2), 0);
+  EXPECT_TRUE(fs::exists(fs::path(slide_index) / kStaleFile));
+  EXPECT_NE(stale_reason(slide_index), "");
 }
 
 // An input changed without any marking (a folder swapped in by hand, a rerun with file locking

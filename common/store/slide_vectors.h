@@ -1,4 +1,4 @@
-// The cohort file of an aggregate output: RUN/aggregate/<name>/slides.h5 (slide level) or
+// The cohort file of an aggregate output: RUN/slides/<name>/slides.h5 (slide level) or
 // patients.h5 (patient level), one row per slide or patient that has a vector, loadable in one
 // line for scikit-learn:
 //

@@ -1,11 +1,10 @@
 #include "common/store/vector_meta.h"
 
-#include <cerrno>
-#include <cmath>
 #include <array>
-#include <cstdlib>
+#include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 
 #include <fmt/format.h>
 #include <xxhash.h>
@@ -82,26 +81,6 @@ int64_t slide_table_xxh3(const VectorSlideTable& t) {
   return static_cast<int64_t>(XXH3_64bits_digest(s.get()));
 }
 
-bool parse_int(const std::string& s, int64_t& out) {
-  if (s.empty()) return false;
-  errno = 0;
-  char* end = nullptr;
-  const long long v = std::strtoll(s.c_str(), &end, 10);
-  if (errno != 0 || end != s.c_str() + s.size()) return false;
-  out = v;
-  return true;
-}
-
-bool parse_float(const std::string& s, double& out) {
-  if (s.empty()) return false;
-  errno = 0;
-  char* end = nullptr;
-  const double v = std::strtod(s.c_str(), &end);
-  if (errno != 0 || end != s.c_str() + s.size() || !std::isfinite(v)) return false;
-  out = v;
-  return true;
-}
-
 }  // namespace
 
 const char* meta_type_name(MetaType type) {
@@ -113,21 +92,6 @@ const char* meta_type_name(MetaType type) {
   return "string";
 }
 
-MetaType infer_meta_type(const std::vector<std::string>& values) {
-  bool any = false, ints = true, floats = true;
-  for (const auto& v : values) {
-    if (v.empty()) continue;
-    any = true;
-    int64_t i;
-    double d;
-    if (ints && !parse_int(v, i)) ints = false;
-    if (floats && !parse_float(v, d)) floats = false;
-    if (!ints && !floats) break;
-  }
-  if (!any) return MetaType::kString;
-  return ints ? MetaType::kInt : floats ? MetaType::kFloat : MetaType::kString;
-}
-
 MetaColumn MetaColumn::from_text(const std::string& name, MetaType type,
                                  const std::vector<std::string>& values) {
   MetaColumn c;
@@ -137,17 +101,14 @@ MetaColumn MetaColumn::from_text(const std::string& name, MetaType type,
     if (type == MetaType::kString) {
       c.strings.push_back(v);
     } else if (type == MetaType::kInt) {
-      int64_t i = 0;
-      if (!v.empty() && !parse_int(v, i)) {
-        fail<InvalidInput>("metadata column '{}': '{}' is not an integer", name, v);
-      }
-      c.ints.push_back(i);
+      const std::optional<int64_t> i = v.empty() ? 0 : parse_int64(v);
+      if (!i) fail<InvalidInput>("metadata column '{}': '{}' is not an integer", name, v);
+      c.ints.push_back(*i);
     } else {
-      double d = std::numeric_limits<double>::quiet_NaN();
-      if (!v.empty() && !parse_float(v, d)) {
-        fail<InvalidInput>("metadata column '{}': '{}' is not a number", name, v);
-      }
-      c.floats.push_back(d);
+      const std::optional<double> d =
+          v.empty() ? std::numeric_limits<double>::quiet_NaN() : parse_double(v);
+      if (!d) fail<InvalidInput>("metadata column '{}': '{}' is not a number", name, v);
+      c.floats.push_back(*d);
     }
   }
   return c;
@@ -174,7 +135,7 @@ VectorSlideTable vector_slide_table(const IndexInfo& index) {
   t.downsample = s.downsample;
   for (size_t c = 0; c < s.metadata_columns.size(); ++c) {
     t.metadata.push_back(MetaColumn::from_text(s.metadata_columns[c],
-                                               infer_meta_type(s.metadata[c]), s.metadata[c]));
+                                               infer_value_type(s.metadata[c]), s.metadata[c]));
   }
   return t;
 }

@@ -13,6 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/core/value_type.h"
+
 namespace tessera {
 
 struct IndexInfo;
@@ -21,13 +23,10 @@ struct IndexInfo;
 // replace Fletcher32, which a 00 00 -> FF FF change passes. Version 1 files are still read.
 inline constexpr int64_t kVectorMetaFormatVersion = 2;
 
-enum class MetaType { kInt, kFloat, kString };
+// A metadata column's type, inferred from the manifest's text by infer_value_type
+// (common/core/value_type.h, the rule the query filter uses too).
+using MetaType = ValueType;
 const char* meta_type_name(MetaType type);  // "int64", "float64", "string"
-
-// The type of a manifest metadata column from its text values: int64 when every non-empty value
-// is a whole decimal integer, float64 when every non-empty value is a finite number, else string
-// (also when every value is empty). Empty values become 0 (int64) or NaN (float64).
-MetaType infer_meta_type(const std::vector<std::string>& values);
 
 // One typed column; only the vector of its type is filled.
 struct MetaColumn {
@@ -36,8 +35,9 @@ struct MetaColumn {
   std::vector<int64_t> ints;
   std::vector<double> floats;
   std::vector<std::string> strings;
-  // Converts `values` to `type` (as infer_meta_type defines). Throws InvalidInput naming the
-  // column when a value does not convert.
+  // Converts `values` to `type` by parse_int64 / parse_double (value_type.h); empty values
+  // become 0 (int64) or NaN (float64). Throws InvalidInput naming the column when a value does
+  // not convert.
   static MetaColumn from_text(const std::string& name, MetaType type,
                               const std::vector<std::string>& values);
   std::string text(size_t i) const;  // value i as text (numbers in shortest round-trip form)
@@ -53,7 +53,7 @@ struct VectorSlideTable {
 };
 
 // The slide table of a patchgen index (any part: every part's index holds the whole manifest),
-// with the metadata columns typed by infer_meta_type. Level, read size and downsample come from
+// with the metadata columns typed by infer_value_type. Level, read size and downsample come from
 // the part that holds the slide; slides of other parts get level -1 until merged (merge_from).
 VectorSlideTable vector_slide_table(const IndexInfo& index);
 // Fills the entries of `other`'s slides that `table` lacks (level -1) from `other`. Throws

@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
+#include "common/core/csv.h"
 #include "common/core/error.h"
 #include "common/core/fs.h"
 #include "common/core/hash.h"
@@ -30,7 +31,7 @@ std::string vectors_file(int rank) { return "vectors/" + rank_file_name(rank, ".
 // Everything the work needs, derived identically on every rank.
 struct Plan {
   std::string tag;
-  std::string dir;             // RUN/aggregate/<name>
+  std::string dir;             // RUN/slides/<name>
   std::string encoder;         // slide encoder name
   std::string patch_encoder;   // TRIDENT name of the patch encoder
   std::string method;          // pooling or "torchscript"
@@ -171,7 +172,7 @@ class AggregateWork final : public StageWork {
         patches[i] = counts[k];
       }
     }
-    std::string skipped_csv = "id,reason\n";
+    std::string skipped_csv = csv_record({"id", "reason"});
     nlohmann::json skipped = nlohmann::json::array();
     for (size_t i = 0; i < items.size(); ++i) {
       const Item& item = items[i];
@@ -179,7 +180,7 @@ class AggregateWork final : public StageWork {
         cohort.skipped_ids.push_back(item.id);
         cohort.skipped_reasons.push_back(item.skip_reason);
         skipped.push_back({{"id", item.id}, {"reason", item.skip_reason}});
-        skipped_csv += csv_quote(item.id) + "," + csv_quote(item.skip_reason) + "\n";
+        skipped_csv += csv_record({item.id, item.skip_reason});
         continue;
       }
       if (vectors[i].empty()) fail<IoError>("no rank wrote the vector of {}", item.id);
@@ -220,13 +221,6 @@ class AggregateWork final : public StageWork {
   }
 
  private:
-  static std::string csv_quote(const std::string& s) {
-    if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
-    std::string q = "\"";
-    for (const char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
-    return q + "\"";
-  }
-
   const Config& config_;
   const Plan& plan_;
   std::optional<SlideEncoder> encoder_;

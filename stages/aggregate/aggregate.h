@@ -1,6 +1,6 @@
 // aggregate's entry point: slide-level (or patient-level) vectors from a completed embed output.
 // Reads RUN/embed/<tag>/ (every part) and the patch runs it was made from, and writes
-// RUN/aggregate/<name>/: per slide (patient) TRIDENT's slide_features_<encoder>/<id>.h5 and a .pt
+// RUN/slides/<name>/: per slide (patient) TRIDENT's slide_features_<encoder>/<id>.h5 and a .pt
 // tensor, written by rank i mod R for the i-th item; then rank 0 gathers the vectors into one
 // cohort file (slides.h5 or patients.h5) and lists the items skipped for want of patches.
 #pragma once
@@ -12,7 +12,8 @@
 #include "stages/aggregate/config.h"
 
 namespace tessera {
-// The stage's name in the stage graph (common/stage/layout.cpp): RUN/aggregate/<name>/.
+// The stage's name in the stage graph (common/stage/layout.cpp), whose folder is "slides":
+// it writes RUN/slides/<name>/ (RunLayout::stage_root).
 inline constexpr const char* kAggregateStage = "aggregate";
 }  // namespace tessera
 

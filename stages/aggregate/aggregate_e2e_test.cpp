@@ -9,8 +9,10 @@
 #include <string>
 
 #include "common/h5/h5.h"
+#include "common/stage/layout.h"
 #include "common/store/slide_vectors.h"
 #include "common/store/slide_features.h"
+#include "stages/aggregate/aggregate.h"
 #include "tests/e2e/e2e_util.h"
 #include "tests/synthslide/cohort.h"
 #include "tests/synthslide/synthslide.h"
@@ -73,8 +75,11 @@ class AggregateE2E : public ::testing::Test {
     dir_ = nullptr;
   }
   static std::string run() { return (*dir_) / "run"; }
-  static std::string out(const std::string& name) { return run() + "/aggregate/" + name; }
-  static std::string embed_dir() { return run() + "/embed/vit-tiny"; }
+  // RUN/slides/<name> and RUN/embed/vit-tiny, from the run layout.
+  static std::string out(const std::string& name) {
+    return RunLayout(run()).stage_root(kAggregateStage, name);
+  }
+  static std::string embed_dir() { return RunLayout(run()).stage_root(kEmbedStage, "vit-tiny"); }
   static int patch_dim() {
     return read_slide_features(embed_dir() + "/features/S0001.h5").dim;
   }
@@ -97,6 +102,7 @@ TEST_F(AggregateE2E, SameVectorsAtOneTwoAndThreeRanksAndReadableAsTrident) {
   for (int r = 1; r <= 3; ++r) {
     ASSERT_EQ(aggregate(r, "--name r" + std::to_string(r), &log), 0) << log;
   }
+  EXPECT_TRUE(std::filesystem::is_directory(run() + "/slides/r1"));  // formats.md's path
   const CohortVectors one = read_cohort_vectors(out("r1") + "/slides.h5");
   ASSERT_EQ(one.size(), 5u);  // blank is skipped
   EXPECT_EQ(one.skipped_ids, std::vector<std::string>{"blank"});

@@ -30,7 +30,7 @@ OptionTable option_table() {
       ("tag", kResult, po::value<std::string>()->default_value(""),
        "embed output to read: RUN/embed/<tag> (default: the only tag under RUN/embed)")
       ("name", kResult, po::value<std::string>()->default_value(""),
-       "output folder RUN/aggregate/<name> (default: the encoder name, -patient appended at patient "
+       "output folder RUN/slides/<name> (default: the encoder name, -patient appended at patient "
        "level)");
   t.group("Aggregation")
       ("pooling", kResult, po::value<std::string>()->default_value("mean"),

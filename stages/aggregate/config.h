@@ -13,7 +13,7 @@ enum class Level { kSlide, kPatient };
 struct Config {
   std::string run;             // run directory holding embed/<tag>/ and patchgen/
   std::string tag;             // embed output read (RUN/embed/<tag>); "" = the only one
-  std::string name;            // output folder RUN/aggregate/<name>; "" = default_name()
+  std::string name;            // output folder RUN/slides/<name>; "" = default_name()
   std::string pooling = "mean";  // mean | max | mean+max (when no slide encoder is given)
   std::string slide_encoder;   // TorchScript file (TRIDENT's calling convention); "" = pooling
   std::string encoder_name;    // TRIDENT name of the slide encoder; "" = default_encoder_name()

@@ -9,7 +9,7 @@
 #include <map>
 #include <sstream>
 
-#include "common/core/strings.h"
+#include "common/core/csv.h"
 #include "common/core/error.h"
 #include "common/core/fs.h"
 #include "common/h5/h5.h"
@@ -202,12 +202,12 @@ void link_or_copy(const std::string& target, const std::string& link) {
 }
 
 std::string status_table_csv(const SlideTable& slides) {
-  std::string out = "slide_id,status,patches,reason\n";
+  std::string out = csv_record({"slide_id", "status", "patches", "reason"});
   for (size_t s = 0; s < slides.size(); ++s) {
     const SlideOutcome o = slide_outcome(slides, s);
     if (o == SlideOutcome::kOtherPart) continue;
-    out += csv_field(slides.slide_id[s]) + "," + outcome_name(o) + "," +
-           std::to_string(slides.patch_count[s]) + "," + csv_field(slides.reason[s]) + "\n";
+    out += csv_record({slides.slide_id[s], outcome_name(o), std::to_string(slides.patch_count[s]),
+                       slides.reason[s]});
   }
   return out;
 }

@@ -42,9 +42,9 @@ OptionTable option_table() {
        "embed parts to take in: all, or a list such as 0,2 or 0-3 (each must be complete)")
       ("level", kResult, po::value<std::string>()->default_value("patch"),
        "what to index: patch (embed's patch embeddings), or slide / patient (the vectors of an "
-       "aggregate output, RUN/aggregate/<--slides>)")
+       "aggregate output, RUN/slides/<--slides>)")
       ("slides", kResult, po::value<std::string>()->default_value(""),
-       "with --level slide|patient: the aggregate output RUN/aggregate/<name> (default: the only "
+       "with --level slide|patient: the aggregate output RUN/slides/<name> (default: the only "
        "one of that level)")
       ("append", kRunControl, po::bool_switch(),
        "add the embed parts completed since the last ingest to its index, without rebuilding it")

@@ -27,7 +27,7 @@ struct Config {
   std::vector<int> embed_parts;    // parts taken in; empty = every part (--embed-parts all)
   bool append = false;             // add the parts completed since the last ingest
   std::string level = "patch";     // patch | slide | patient (slide_index.h)
-  std::string slides;              // slide/patient level: RUN/aggregate/<slides>; "" = the only one
+  std::string slides;              // slide/patient level: RUN/slides/<slides>; "" = the only one
   StageOptions stage;              // verify, file locking, overwrite (part/parts unused)
   std::string config_ini;          // kResult and kRunControl options
   std::string fingerprint_ini;     // kResult options: what the outputs depend on

@@ -23,7 +23,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The aggregate outputs under RUN/aggregate that hold a cohort file of `level`.
+// The aggregate output to index: --slides, else the only one under RUN/slides (aggregate's
+// folder) that holds a cohort file of `level`.
 std::string resolve_source(const Config& config) {
   const RunLayout layout(config.run);
   if (!config.slides.empty()) return layout.stage_root(kAggregateStage, config.slides);
@@ -34,7 +35,7 @@ std::string resolve_source(const Config& config) {
   }
   if (names.size() != 1) {
     fail<InvalidInput>("'{}' holds {} aggregate outputs at {} level ({}): name one with --slides",
-                       (fs::path(layout.run()) / kAggregateStage).string(), names.size(),
+                       layout.stage_base(kAggregateStage), names.size(),
                        config.level, fmt::join(names, ", "));
   }
   return layout.stage_root(kAggregateStage, names.front());
@@ -125,24 +126,6 @@ SlideCatalog load_slide_catalog(const std::string& dir, VerifyLevel level) {
     fail<InvalidInput>("'{}' has no {}: run ingest --level slide (or patient) first", dir,
                        kSlideCatalogFile);
   }
-  // What query and serve search must be complete and made from the current inputs: an embed or
-  // aggregate rerun since makes its vectors another run's.
-  if (!path_exists(stage_file(dir, kSuccessFile))) {
-    fail<InvalidInput>("the slide index '{}' is not complete (no {}): rerun its ingest --level",
-                       dir, kSuccessFile);
-  }
-  const std::string stale = stale_reason(dir);
-  if (!stale.empty()) {
-    fail<InvalidInput>("the slide index '{}' no longer matches its inputs: {}; rerun aggregate, "
-                       "then ingest --level with --overwrite (tessera-status lists what to run)",
-                       dir, stale);
-  }
-  const std::string damage = stage_outputs_problem(dir, level);
-  if (!damage.empty()) {
-    fail<IoError>("the slide index '{}' is damaged: {}; rebuild it (ingest --level ... "
-                  "--verify full)",
-                  dir, damage);
-  }
   SlideCatalog c;
   c.dir = dir;
   try {
@@ -162,6 +145,23 @@ SlideCatalog load_slide_catalog(const std::string& dir, VerifyLevel level) {
     c.entries_file = j->at("entries_file").get<std::string>();
   } catch (const nlohmann::json::exception& e) {
     fail<IoError>("'{}' is malformed: {}", file, e.what());
+  }
+  if (!path_exists(stage_file(dir, kSuccessFile))) {
+    fail<InvalidInput>("the index '{}' is not complete (no {}): rerun ingest --level {}", dir,
+                       kSuccessFile, c.level);
+  }
+  const std::string why = stale_reason(dir);
+  if (!why.empty()) {
+    fail<InvalidInput>("the index '{}' no longer matches its inputs: {}; rebuild it (ingest "
+                       "--level {} --overwrite)",
+                       dir, why, c.level);
+  }
+  // Its files (and slide_catalog.json, sealed in _SUCCESS) against their records: a flipped
+  // vectors.faiss gave other scores with exit 0.
+  const std::string damage = stage_outputs_problem(dir, level);
+  if (!damage.empty()) {
+    fail<IoError>("the index '{}' is damaged: {}; rebuild it (ingest --level {} --verify full)",
+                  dir, damage, c.level);
   }
   return c;
 }

@@ -1,5 +1,5 @@
 // ingest --level slide|patient: an index of slide (or patient) vectors, from the cohort file of an
-// aggregate output (RUN/aggregate/<name>/slides.h5 or patients.h5), with their ids, patients and
+// aggregate output (RUN/slides/<name>/slides.h5 or patients.h5), with their ids, patients and
 // labels, for query --similar-slide / --similar-patient. One FAISS index (a cohort has thousands
 // of slides, not millions of patches), built by rank 0 in a stage directory of its own:
 //
@@ -39,14 +39,14 @@ struct SlideCatalog {
 // True when `dir` holds a slide_catalog.json.
 bool has_slide_catalog(const std::string& dir);
 
-// Reads DIR/slide_catalog.json of a complete, current slide index whose files pass their checks
-// at `level` (its markers and _SUCCESS: the index and entries are small, so the default reads
-// every byte). Throws InvalidInput when there is none ("run ingest --level slide first"), when the
-// stage is not complete, or when it is stale (an input replaced or changed since: lineage.h);
-// IoError when it is malformed, of another format version, or a file is damaged (naming it).
+// Reads DIR/slide_catalog.json. Throws InvalidInput when there is none ("run ingest --level slide
+// first"), when the index is not complete (no _SUCCESS) or no longer matches its inputs (marked
+// stale by aggregate --overwrite, or its aggregate output changed since: lineage.h); IoError when
+// it is malformed or of another format version, or when a file of it fails its check at `level`
+// (its markers and _SUCCESS: the index and entries are small, so the default reads every byte).
 SlideCatalog load_slide_catalog(const std::string& dir, VerifyLevel level = VerifyLevel::kFull);
 
-// Collective. ingest at slide or patient level (config.level): reads RUN/aggregate/<config.slides>
+// Collective. ingest at slide or patient level (config.level): reads RUN/slides/<config.slides>
 // (the only aggregate output of that level when not named), builds RUN/ingest/<name> (default: the
 // aggregate output's name). Returns the exit code, the same on every rank. Throws InvalidInput for
 // a missing or incomplete aggregate output, an index string FAISS refuses, or a folder that holds

@@ -2,18 +2,18 @@
 
 #include <unistd.h>
 
-#include <cerrno>
-#include <cmath>
-#include <cstdlib>
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <set>
 
-#include "common/core/strings.h"
+#include "common/core/csv.h"
 #include "common/core/error.h"
+#include "common/core/strings.h"
 #include "common/core/fs.h"
 #include "common/core/utf8.h"
+#include "common/core/value_type.h"
 #include "common/store/columns.h"
 
 namespace tessera::patchgen {
@@ -22,69 +22,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct CsvRow {
-  int line = 0;
-  std::vector<std::string> fields;
-};
-
 constexpr char kUtf8Bom[] = "\xEF\xBB\xBF";
-
-// RFC 4180 records; a quoted field may span lines. Blank lines, and lines of only spaces and tabs
-// outside quotes, are skipped.
-std::vector<CsvRow> parse_csv(const std::string& text, std::vector<std::string>& problems) {
-  std::vector<CsvRow> rows;
-  CsvRow row;
-  std::string field;
-  bool in_quotes = false;
-  bool row_has_content = false;
-  int line = 1;
-  row.line = 1;
-  auto end_field = [&] {
-    row.fields.push_back(field);
-    field.clear();
-  };
-  auto end_row = [&] {
-    end_field();
-    if (row_has_content || row.fields.size() > 1) rows.push_back(row);
-    row = CsvRow{};
-    row_has_content = false;
-  };
-  for (size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (in_quotes) {
-      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') {
-        field += '"';
-        ++i;
-      } else if (c == '"') {
-        in_quotes = false;
-      } else {
-        if (c == '\n') ++line;
-        field += c;
-      }
-      continue;
-    }
-    if (c == '"') {
-      in_quotes = true;
-      row_has_content = true;
-    } else if (c == ',') {
-      end_field();
-      row_has_content = true;
-    } else if (c == '\r') {
-      continue;
-    } else if (c == '\n') {
-      end_row();
-      row.line = ++line;
-    } else if (c == ' ' || c == '\t') {
-      field += c;  // trimmed later; alone on a line it makes the line blank
-    } else {
-      field += c;
-      row_has_content = true;
-    }
-  }
-  if (in_quotes) problems.push_back(fmt::format("line {}: unterminated quoted field", row.line));
-  end_row();
-  return rows;
-}
 
 bool has_nul(const std::string& s) { return s.find('\0') != std::string::npos; }
 
@@ -131,15 +69,10 @@ std::string ascii_lower(std::string s) {
   return s;
 }
 
-// A positive, finite decimal number, the whole text; 0 otherwise.
+// A positive decimal number (common/core/value_type.h), the whole text; 0 otherwise.
 double parse_mpp(const std::string& text) {
-  errno = 0;
-  char* end = nullptr;
-  const double value = std::strtod(text.c_str(), &end);
-  if (errno != 0 || end != text.c_str() + text.size() || !std::isfinite(value) || !(value > 0)) {
-    return 0;
-  }
-  return value;
+  const std::optional<double> value = parse_double(text);
+  return value && *value > 0 ? *value : 0;
 }
 
 // One problem per line of `text` that is not valid UTF-8, naming its first bad byte by line and
@@ -199,7 +132,7 @@ Manifest parse_collecting(const std::string& text, const std::string& manifest_p
   if (!problems.empty()) return manifest;
   // Spreadsheet programs write a byte-order mark at the start of "CSV UTF-8".
   const bool bom = text.compare(0, 3, kUtf8Bom) == 0;
-  auto rows = parse_csv(bom ? text.substr(3) : text, problems);
+  auto rows = read_csv(bom ? std::string_view(text).substr(3) : std::string_view(text), problems);
   if (rows.empty()) {
     problems.push_back("no header row (expected at least `slide_id,path`)");
     return manifest;
@@ -243,7 +176,7 @@ Manifest parse_collecting(const std::string& text, const std::string& manifest_p
   // Ids that differ only in case name the same files on case-insensitive file systems.
   std::map<std::string, std::pair<std::string, int>> first_of_folded;
   for (size_t r = 1; r < rows.size(); ++r) {
-    const CsvRow& row = rows[r];
+    const CsvRecord& row = rows[r];
     if (row.fields.size() != header.size()) {
       problems.push_back(fmt::format("line {}: {} fields, the header has {}", row.line,
                                      row.fields.size(), header.size()));
@@ -388,10 +321,8 @@ std::string directory_manifest(const std::string& dir, const std::vector<std::st
     fail<InvalidInput>("--slides '{}' holds no file ending in {}", printable(dir), list);
   }
   std::sort(rows.begin(), rows.end());
-  std::string text = "slide_id,path\n";
-  for (const auto& [name, id] : rows) {
-    text += csv_field(id) + "," + csv_field((root / name).string()) + "\n";
-  }
+  std::string text = csv_record({"slide_id", "path"});
+  for (const auto& [name, id] : rows) text += csv_record({id, (root / name).string()});
   return text;
 }
 

@@ -18,8 +18,9 @@
 //     `and`, `or`, `not`, `in` (any case) are keywords; quote them to use them as values.
 //   - A column is a bare token naming one of the known columns exactly (case-sensitive).
 //   - A literal is a bare token or a quoted string. A bare token is a *number* when it is entirely
-//     a decimal number: optional sign, digits with an optional fraction (or a fraction alone,
-//     `.5`), optional exponent `e[+-]digits`; otherwise it is a *word* (`lung`, `P01`,
+//     a decimal number (common/core/value_type.h, the rule metadata columns are typed by):
+//     optional sign, digits with an optional fraction (or a fraction alone, `.5`), optional
+//     exponent `e[+-]digits`; otherwise it is a *word* (`lung`, `P01`,
 //     `2024-01-05`, `tumor_2`, `inf`). A number without fraction and exponent that fits in int64 is
 //     an integer.
 //   - Quoted strings use '...' or "..."; inside, the quote is written doubled ('it''s') or
@@ -44,15 +45,16 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <optional>
 #include <string>
-#include <string_view>
 #include <utility>
 #include <vector>
 
+#include "common/core/value_type.h"
+
 namespace tessera::query {
 
-enum class ColumnType { kInt, kFloat, kString };
+// A column's type: the type metadata columns are stored with (MetaType, common/store).
+using ColumnType = ValueType;
 
 // The deepest nesting of '(' and 'not' a filter may have (parsing and evaluation recurse per
 // level; deeper filters are refused, naming the limit).
@@ -81,7 +83,7 @@ struct ColumnSchema {
   ColumnType type = ColumnType::kString;
 };
 
-struct Program;  // the compiled predicate, private to filter.cpp
+struct Program;  // the compiled predicate (filter_program.h), private to the filter
 
 // A parsed and type-checked filter. Immutable; copies share the compiled program. Thread-safe:
 // evaluate may run concurrently on one Filter.
@@ -113,24 +115,5 @@ class Filter {
   explicit Filter(std::shared_ptr<const Program> program) : program_(std::move(program)) {}
   std::shared_ptr<const Program> program_;
 };
-
-// Parses `text` entirely as a number by the filter's number rule (optional sign, digits, fraction,
-// exponent; no spaces, no hex, no inf/nan). parse_int: an integer without fraction or exponent
-// that fits in int64. parse_float: any such number whose value is finite.
-std::optional<int64_t> parse_int(std::string_view text);
-std::optional<double> parse_float(std::string_view text);
-
-// Infers a manifest metadata column's type from its text values, ignoring empty values: kInt when
-// every non-empty value satisfies parse_int, else kFloat when every one satisfies parse_float,
-// else kString. A column with no non-empty value is kString.
-ColumnType infer_column_type(const std::vector<std::string>& values);
-
-// Converts text values to a column of the given type. Empty values become 0 (int) or NaN (float).
-// Throws InvalidInput naming `column`, the row and the value when a non-empty value does not
-// parse.
-std::vector<int64_t> parse_int_column(const std::vector<std::string>& values,
-                                      const std::string& column);
-std::vector<double> parse_float_column(const std::vector<std::string>& values,
-                                       const std::string& column);
 
 }  // namespace tessera::query

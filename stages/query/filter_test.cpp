@@ -351,56 +351,7 @@ TEST(FilterErrors, CaretKeepsTabsAligned) {
   EXPECT_THAT(message, HasSubstr("\n  x =\t= 1\n     \t^"));
 }
 
-TEST(FilterNumbers, ParseHelpers) {
-  EXPECT_EQ(parse_int("42"), 42);
-  EXPECT_EQ(parse_int("-42"), -42);
-  EXPECT_EQ(parse_int("+42"), 42);
-  EXPECT_EQ(parse_int("9223372036854775807"), std::numeric_limits<int64_t>::max());
-  EXPECT_FALSE(parse_int("9223372036854775808"));
-  EXPECT_FALSE(parse_int("1.0"));
-  EXPECT_FALSE(parse_int("1e3"));
-  EXPECT_FALSE(parse_int(" 1"));
-  EXPECT_FALSE(parse_int(""));
-  EXPECT_FALSE(parse_int("0x10"));
-  EXPECT_EQ(parse_float("1.5"), 1.5);
-  EXPECT_EQ(parse_float(".5"), 0.5);
-  EXPECT_EQ(parse_float("5."), 5.0);
-  EXPECT_EQ(parse_float("-2.5e-3"), -2.5e-3);
-  EXPECT_EQ(parse_float("7"), 7.0);
-  EXPECT_FALSE(parse_float("."));
-  EXPECT_FALSE(parse_float("1e"));
-  EXPECT_FALSE(parse_float("inf"));
-  EXPECT_FALSE(parse_float("nan"));
-  EXPECT_FALSE(parse_float("1e999"));
-  EXPECT_FALSE(parse_float("1.5 "));
-}
-
-TEST(FilterNumbers, InferColumnType) {
-  EXPECT_EQ(infer_column_type({"1", "", "-3", "+4"}), ColumnType::kInt);
-  EXPECT_EQ(infer_column_type({"1", "2.5", ""}), ColumnType::kFloat);
-  EXPECT_EQ(infer_column_type({"1e3", "2"}), ColumnType::kFloat);
-  EXPECT_EQ(infer_column_type({"9223372036854775808"}), ColumnType::kFloat);
-  EXPECT_EQ(infer_column_type({"1", "lung"}), ColumnType::kString);
-  EXPECT_EQ(infer_column_type({"1", "nan"}), ColumnType::kString);
-  EXPECT_EQ(infer_column_type({"", ""}), ColumnType::kString);
-  EXPECT_EQ(infer_column_type({}), ColumnType::kString);
-}
-
-TEST(FilterNumbers, ParseColumns) {
-  EXPECT_THAT(parse_int_column({"1", "", "-3"}, "age"), ElementsAre(1, 0, -3));
-  const std::vector<double> f = parse_float_column({"1.5", "", "2"}, "tissue");
-  ASSERT_EQ(f.size(), 3u);
-  EXPECT_EQ(f[0], 1.5);
-  EXPECT_TRUE(std::isnan(f[1]));
-  EXPECT_EQ(f[2], 2.0);
-  try {
-    parse_int_column({"1", "2.5"}, "age");
-    FAIL() << "expected InvalidInput";
-  } catch (const InvalidInput& e) {
-    EXPECT_THAT(e.what(), HasSubstr("column 'age', row 1: '2.5' is not an integer"));
-  }
-  EXPECT_THROW(parse_float_column({"x"}, "tissue"), InvalidInput);
-}
+// The number rule and the type inference are common/core/value_type_test.cpp's.
 
 TEST(FilterEval, MillionRowsAgreeWithDirectComputation) {
   constexpr int64_t kRows = 1000000;

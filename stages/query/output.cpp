@@ -66,7 +66,7 @@ void check_output_path(const std::string& option, const std::string& path,
     }
     if (!run.empty() && at.parent_path() == run) {
       for (const StageDecl& stage : stage_graph()) {
-        if (at.filename() == stage.name) {
+        if (at.filename() == stage.folder) {
           fail<InvalidInput>("invalid {}: '{}' lies inside the stage folder '{}' of the run of "
                              "the index; write elsewhere (beside it in '{}' is fine)",
                              option, path, at.string(), run.string());

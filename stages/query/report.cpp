@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include <fmt/format.h>
-#include "common/core/strings.h"
+#include "common/core/csv.h"
 
 namespace tessera::query {
 
@@ -113,11 +113,7 @@ ReportStream::ReportStream(std::string format, const VectorSlideTable& slides,
       columns_(report_columns(slides)) {}
 
 std::string ReportStream::begin() const {
-  if (format_ == "csv") {
-    std::string out;
-    for (size_t c = 0; c < columns_.size(); ++c) out += (c ? "," : "") + csv_field(columns_[c]);
-    return out + "\n";
-  }
+  if (format_ == "csv") return csv_record(columns_);
   if (format_ == "json") return "{\n  \"queries\": [";
   return {};
 }
@@ -142,10 +138,7 @@ std::string ReportStream::batch(int64_t first, const std::vector<QueryInfo>& que
     std::vector<std::vector<std::string>> rows = report_rows({}, {hits[i]}, slides_);
     for (auto& row : rows) row[0] = std::to_string(q);
     if (format_ == "csv") {
-      for (const auto& row : rows) {
-        for (size_t c = 0; c < row.size(); ++c) out += (c ? "," : "") + csv_field(row[c]);
-        out += "\n";
-      }
+      for (const auto& row : rows) out += csv_record(row);
       continue;
     }
     // table: aligned columns (per query), numbers right-aligned, one block per query.

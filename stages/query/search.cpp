@@ -15,15 +15,6 @@ namespace tessera::query {
 
 namespace {
 
-ColumnType column_type(MetaType t) {
-  switch (t) {
-    case MetaType::kInt: return ColumnType::kInt;
-    case MetaType::kFloat: return ColumnType::kFloat;
-    case MetaType::kString: return ColumnType::kString;
-  }
-  return ColumnType::kString;
-}
-
 // Restricts a search to the rows a filter allows, less the query's excluded slides. Patch ids
 // carry their slide in the upper 32 bits, so exclusions need no lookup.
 class RowFilter final : public IdFilter {
@@ -65,7 +56,7 @@ std::vector<ColumnSchema> filter_columns(const VectorSlideTable& slides) {
       {"read_size", ColumnType::kInt}};
   for (const auto& m : slides.metadata) {
     const bool taken = std::any_of(c.begin(), c.end(), [&](const auto& s) { return s.name == m.name; });
-    if (!taken) c.push_back({m.name, column_type(m.type)});
+    if (!taken) c.push_back({m.name, m.type});  // MetaType is ColumnType
   }
   return c;
 }
@@ -116,7 +107,7 @@ std::vector<int64_t> allowed_ids(const VectorMeta& meta, const VectorSlideTable&
       {"patch_size", ColumnType::kInt, patch_size.data(), nullptr, nullptr, by_slide, m},
       {"read_size", ColumnType::kInt, read_size.data(), nullptr, nullptr, by_slide, m}};
   for (const auto& c : t.metadata) {
-    ColumnView v{c.name, column_type(c.type), nullptr, nullptr, nullptr, by_slide, m};
+    ColumnView v{c.name, c.type, nullptr, nullptr, nullptr, by_slide, m};
     if (c.type == MetaType::kInt) v.ints = c.ints.data();
     if (c.type == MetaType::kFloat) v.floats = c.floats.data();
     if (c.type == MetaType::kString) v.strings = c.strings.data();

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "common/core/csv.h"
 #include "common/core/error.h"
 #include "common/core/fs.h"
 #include "common/stage/skeleton.h"
@@ -17,16 +18,6 @@
 namespace tessera::query {
 
 namespace {
-
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
-}
 
 // Rows as an aligned table (columns listed in `left` are left-aligned), CSV, or (for JSON) a list
 // of objects.
@@ -53,13 +44,8 @@ std::string table_text(const std::vector<std::string>& columns,
 
 std::string csv_text(const std::vector<std::string>& columns,
                      const std::vector<std::vector<std::string>>& rows) {
-  std::string out;
-  for (size_t c = 0; c < columns.size(); ++c) out += (c ? "," : "") + csv_field(columns[c]);
-  out += "\n";
-  for (const auto& row : rows) {
-    for (size_t c = 0; c < row.size(); ++c) out += (c ? "," : "") + csv_field(row[c]);
-    out += "\n";
-  }
+  std::string out = csv_record(columns);
+  for (const auto& row : rows) out += csv_record(row);
   return out;
 }
 

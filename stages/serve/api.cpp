@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/core/error.h"
+#include "common/core/strings.h"
 #include "common/core/version.h"
 #include "common/slide/slide.h"
 #include "common/store/store.h"
@@ -48,10 +49,6 @@ std::string content_type(const std::string& path) {
   if (ext == ".svg") return "image/svg+xml";
   if (ext == ".json" || ext == ".map") return "application/json";
   return "application/octet-stream";
-}
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 // A whole decimal number (no sign unless `negative`), or nullopt.

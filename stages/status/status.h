@@ -6,7 +6,7 @@
 // (common/stage/layout.h, docs/formats.md):
 //   RUN/patchgen[/part-PPPPP-of-QQQQQ]
 //   RUN/embed/<tag>[/part-PPPPP-of-QQQQQ]
-//   RUN/aggregate/<name>
+//   RUN/slides/<name>
 //   RUN/ingest/<name>/gen-NNNNN (+ catalog.json), or RUN/ingest/<name> itself for a slide- or
 //   patient-level index (+ slide_catalog.json)
 // Each is one StageStatus row; ingest generations play the part of parts (part = generation).

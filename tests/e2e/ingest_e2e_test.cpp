@@ -13,6 +13,7 @@
 #include "common/slide/png_io.h"
 #include "common/store/index.h"
 #include "common/store/store.h"
+#include "tests/e2e/cohort.h"
 #include "tests/e2e/e2e_util.h"
 #include "tests/synthslide/synthslide.h"
 
@@ -35,36 +36,13 @@ class Cohort : public ::testing::Environment {
   void SetUp() override {
     fs::remove_all(dir());
     fs::create_directories(dir());
-    for (int i = 0; i < 4; ++i) {
-      synth::SlideSpec spec;
-      spec.path = (dir() / fmt::format("s{}.tif", i)).string();
-      spec.width = 1400 + 100 * i;
-      spec.height = 1200;
-      spec.seed = 70 + i;
-      spec.mpp = 0.5;
-      synth::write_slide(spec);
-    }
-    write_text((dir() / "m.csv").string(),
-               "slide_id,path,patient_id,site,age\n"
-               "a,s0.tif,P1,lung,61\n"
-               "b,s1.tif,P1,colon,61\n"
-               "c,s2.tif,P2,lung,48\n"
-               "d,s3.tif,P3,colon,70\n");
-    for (int part = 0; part < 2; ++part) {
-      std::string log;
-      ASSERT_EQ(run_command(mpirun(2) + kPatchgen + " --manifest " + (dir() / "m.csv").string() +
-                                " --out " + run() + " --patch-size 64 --part " +
-                                std::to_string(part) + " --parts 2",
-                            &log),
-                0)
-          << log;
-      ASSERT_EQ(run_command(mpirun(2) + kEmbed + " --run " + run() +
-                                " --model vit-tiny --batch-size 8 --torch-threads 1 --part " +
-                                std::to_string(part) + " --parts 2",
-                            &log),
-                0)
-          << log;
-    }
+    const std::string manifest = write_cohort(dir(), {4, 1400, 100, 1200, 70},
+                                              "slide_id,path,patient_id,site,age\n"
+                                              "a,s0.tif,P1,lung,61\n"
+                                              "b,s1.tif,P1,colon,61\n"
+                                              "c,s2.tif,P2,lung,48\n"
+                                              "d,s3.tif,P3,colon,70\n");
+    ASSERT_TRUE(patch_and_embed(kPatchgen, kEmbed, manifest, run(), 2, 2));
   }
   void TearDown() override {
     if (!::testing::UnitTest::GetInstance()->Failed()) fs::remove_all(dir());

@@ -7,8 +7,11 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <thread>
+#include <tuple>
+#include <utility>
 
 #include "common/core/fs.h"
 #include "common/slide/png_io.h"
@@ -231,36 +234,56 @@ TEST(PatchgenE2E, OrphanedRanksCannotWriteAndARerunWaitsForThem) {
   const std::string out = tmp / "run";
   const std::string job_log = tmp / "job.log";
   const std::string pid_file = tmp / "mpirun.pid";
-  ASSERT_EQ(std::system(("(" + patchgen(2, manifest(), out, "--debug-pause-before-marker 6") +
+  // Each rank runs in its own session (setsid), so that stopping it below does not make the kernel
+  // hang up on it when mpirun, its session's link, dies.
+  std::string paused = patchgen(2, manifest(), out, "--debug-pause-before-marker 6");
+  paused.insert(paused.find(kPatchgen), "setsid --wait ");
+  ASSERT_EQ(std::system(("(" + paused +
                          " > " + job_log + " 2>&1 & echo $! > " + pid_file + ")")
                             .c_str()),
             0);
   // Wait until both ranks pause after their work, then kill mpirun and rank 0.
-  std::string rank0_pid;
-  for (int i = 0; i < 600 && rank0_pid.empty(); ++i) {
+  std::string rank0_pid, rank1_pid;
+  for (int i = 0; i < 600 && (rank0_pid.empty() || rank1_pid.empty()); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     std::ifstream in(job_log);
     std::string line, text;
     int pausing = 0;
-    std::string pid;
+    std::string pid0, pid1;
     while (std::getline(in, line)) {
       const auto at = line.find("pausing");
       if (at == std::string::npos) continue;
       ++pausing;
-      const auto p = line.find("rank 0 (pid ");
-      if (p != std::string::npos) pid = line.substr(p + 12, line.find(')', p) - p - 12);
+      for (auto [tag, pid] : {std::pair{"rank 0 (pid ", &pid0}, std::pair{"rank 1 (pid ", &pid1}}) {
+        const auto p = line.find(tag);
+        if (p != std::string::npos) *pid = line.substr(p + 12, line.find(')', p) - p - 12);
+      }
     }
-    if (pausing == 2) rank0_pid = pid;
+    if (pausing == 2) std::tie(rank0_pid, rank1_pid) = std::pair{pid0, pid1};
   }
-  ASSERT_FALSE(rank0_pid.empty()) << "the ranks did not reach the pause";
+  ASSERT_FALSE(rank0_pid.empty() || rank1_pid.empty()) << "the ranks did not reach the pause";
   std::string mpirun_pid;
   std::ifstream(pid_file) >> mpirun_pid;
+  // Open MPI ends a rank about a second after it loses mpirun (a cluster's remote ranks can
+  // outlive it for good); rank 1 is stopped first so that it outlives its job for as long as the
+  // rerun needs to start, however loaded the machine.
+  ASSERT_EQ(std::system(("kill -STOP " + rank1_pid).c_str()), 0);
   ASSERT_EQ(std::system(("kill -9 " + mpirun_pid + " " + rank0_pid).c_str()), 0);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   EXPECT_EQ(run_command(patchgen(2, manifest(), out), &log), 2) << log;
   EXPECT_NE(log.find("ranks of an earlier job"), std::string::npos) << log;
-  // The orphan wakes up, finds its job gone, and stops without writing.
-  std::this_thread::sleep_for(std::chrono::seconds(7));
+  // The orphan resumes, finds its job gone (or is ended by Open MPI), and stops without writing.
+  ASSERT_EQ(std::system(("kill -CONT " + rank1_pid).c_str()), 0);
+  const auto running = [](const std::string& pid) {  // a zombie nobody reaps has stopped too
+    std::ifstream stat("/proc/" + pid + "/stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    const auto paren = text.rfind(')');
+    return paren != std::string::npos && paren + 2 < text.size() && text[paren + 2] != 'Z';
+  };
+  for (int i = 0; i < 1200 && running(rank1_pid); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_FALSE(running(rank1_pid)) << "the orphaned rank 1 did not stop";
   EXPECT_FALSE(fs::exists(out + "/patchgen/markers/rank-00001.json"));
   EXPECT_FALSE(fs::exists(out + "/patchgen/shards/rank-00001.h5"));
   ASSERT_EQ(run_command(patchgen(2, manifest(), out), &log), 0) << log;

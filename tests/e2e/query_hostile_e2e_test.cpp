@@ -16,6 +16,7 @@
 #include "common/h5/h5.h"
 #include "common/slide/png_io.h"
 #include "common/store/index.h"
+#include "tests/e2e/cohort.h"
 #include "tests/e2e/e2e_util.h"
 #include "tests/synthslide/synthslide.h"
 
@@ -37,30 +38,12 @@ class Run : public ::testing::Environment {
   void SetUp() override {
     fs::remove_all(dir());
     fs::create_directories(dir());
-    for (int i = 0; i < 2; ++i) {
-      synth::SlideSpec spec;
-      spec.path = (dir() / fmt::format("s{}.tif", i)).string();
-      spec.width = 2000 + 200 * i;
-      spec.height = 1600;
-      spec.seed = 90 + i;
-      spec.mpp = 0.5;
-      synth::write_slide(spec);
-    }
-    write_text((dir() / "m.csv").string(),
-               "slide_id,path,patient_id,site\n"
-               "a,s0.tif,P1,lung\n"
-               "b,s1.tif,P2,colon\n");
+    const std::string manifest = write_cohort(dir(), {2, 2000, 200, 1600, 90},
+                                              "slide_id,path,patient_id,site\n"
+                                              "a,s0.tif,P1,lung\n"
+                                              "b,s1.tif,P2,colon\n");
+    ASSERT_TRUE(patch_and_embed(kPatchgen, kEmbed, manifest, run(), 2, 1));
     std::string log;
-    ASSERT_EQ(run_command(mpirun(2) + kPatchgen + " --manifest " + (dir() / "m.csv").string() +
-                              " --out " + run() + " --patch-size 64",
-                          &log),
-              0)
-        << log;
-    ASSERT_EQ(run_command(mpirun(2) + kEmbed + " --run " + run() +
-                              " --model vit-tiny --batch-size 8 --torch-threads 1",
-                          &log),
-              0)
-        << log;
     ASSERT_EQ(run_command(ingest("base", "--shards 2"), &log), 0) << log;
   }
   void TearDown() override {

@@ -15,6 +15,7 @@
 #include "common/slide/slide.h"
 #include "common/slide/tile_reader.h"
 #include "stages/patchgen/manifest.h"
+#include "tests/e2e/cohort.h"
 #include "tests/e2e/e2e_util.h"
 #include "tests/synthslide/synthslide.h"
 
@@ -37,31 +38,11 @@ class Cohort : public ::testing::Environment {
   void SetUp() override {
     fs::remove_all(dir());
     fs::create_directories(dir());
-    for (int i = 0; i < 2; ++i) {
-      synth::SlideSpec spec;
-      spec.path = (dir() / fmt::format("s{}.tif", i)).string();
-      spec.width = 1200 + 100 * i;
-      spec.height = 1000;
-      spec.seed = 90 + i;
-      spec.mpp = 0.5;
-      synth::write_slide(spec);
-    }
-    write_text((dir() / "m.csv").string(), "slide_id,path,site\na,s0.tif,lung\nb,s1.tif,colon\n");
-    for (int part = 0; part < 2; ++part) {
-      std::string log;
-      ASSERT_EQ(run_command(mpirun(1) + kPatchgen + " --manifest " + (dir() / "m.csv").string() +
-                                " --out " + run() + " --patch-size 64 --part " +
-                                std::to_string(part) + " --parts 2",
-                            &log),
-                0)
-          << log;
-      ASSERT_EQ(run_command(mpirun(1) + kEmbed + " --run " + run() +
-                                " --model vit-tiny --batch-size 8 --torch-threads 1 --part " +
-                                std::to_string(part) + " --parts 2",
-                            &log),
-                0)
-          << log;
-    }
+    const std::string manifest = write_cohort(dir(), {2, 1200, 100, 1000, 90},
+                                              "slide_id,path,site\n"
+                                              "a,s0.tif,lung\n"
+                                              "b,s1.tif,colon\n");
+    ASSERT_TRUE(patch_and_embed(kPatchgen, kEmbed, manifest, run(), 1, 2));
   }
   void TearDown() override {
     if (!::testing::UnitTest::GetInstance()->Failed()) fs::remove_all(dir());

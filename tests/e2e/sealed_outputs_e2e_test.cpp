@@ -306,7 +306,7 @@ TEST(SealedOutputsE2E, ChangedSlideTableOfThePatchIndexIsRefused) {
 // Damage to aggregate's cohort file (written by its finish) is found by the slide index built
 // from it, naming the file.
 TEST(SealedOutputsE2E, DamagedCohortFileIsRefusedByTheSlideIndex) {
-  const std::string path = Cohort::run() + "/aggregate/mean-vit-tiny/slides.h5";
+  const std::string path = Cohort::run() + "/slides/mean-vit-tiny/slides.h5";
   const std::string before = flip_middle(path);
   std::string log;
   EXPECT_EQ(run_command(kIngest + " --run " + Cohort::run() +

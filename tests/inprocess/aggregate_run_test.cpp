@@ -13,6 +13,7 @@
 #include "common/store/slide_vectors.h"
 #include "stages/aggregate/aggregate.h"
 #include "stages/aggregate/config.h"
+#include "stages/ingest/slide_index.h"
 #include "tests/inprocess/pipeline.h"
 #include "tests/inprocess/support.h"
 
@@ -95,6 +96,34 @@ TEST_F(AggregateRun, VectorsDoNotDependOnTheNumberOfRanks) {
       for (const auto& [path, bytes] : first_files) {
         EXPECT_TRUE(files.count(path) && files.at(path) == bytes) << name << ": " << path;
       }
+    }
+  }
+}
+
+// The outputs lie in aggregate's folder of the run layout, RUN/slides/<name>, and the slide index
+// ingest --level slide builds over them at R ranks is the same bytes whatever R.
+TEST_F(AggregateRun, SlideIndexDoesNotDependOnTheNumberOfRanks) {
+  const RunLayout layout(run_dir());
+  std::string first;
+  for (int ranks = 1; ranks <= 3; ++ranks) {
+    const std::string name = fmt::format("mean-r{}", ranks);
+    const auto made = run_stage_ranks(ranks, aggregate::run, config(run_dir(), name));
+    ASSERT_EQ(exit_codes(made), std::vector<int>(ranks, 0)) << describe(made);
+    EXPECT_TRUE(fs::exists(run_dir() + "/slides/" + name + "/" + cohort_file_name("slide")));
+    const auto indexed = run_stage_ranks(
+        ranks, ingest::run,
+        ingest_config(run_dir(), "slides-" + name,
+                      {"--level", "slide", "--slides", name, "--normalize"}));
+    ASSERT_EQ(exit_codes(indexed), std::vector<int>(ranks, 0)) << describe(indexed);
+    const ingest::SlideCatalog catalog =
+        ingest::load_slide_catalog(layout.stage_root(kIngestStage, "slides-" + name));
+    EXPECT_EQ(catalog.rows, 3);
+    const std::string index = file_bytes(catalog.path(catalog.index_file));
+    EXPECT_FALSE(index.empty());
+    if (ranks == 1) {
+      first = index;
+    } else {
+      EXPECT_TRUE(index == first) << "slide index at R = " << ranks << " differs from R = 1";
     }
   }
 }

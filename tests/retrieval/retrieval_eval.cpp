@@ -13,10 +13,13 @@
 #include <spdlog/spdlog.h>
 
 #include "common/core/error.h"
+#include "common/core/fs.h"
 #include "common/h5/h5.h"
 #include "common/slide/png_io.h"
+#include "common/stage/layout.h"
 #include "common/store/slide_vectors.h"
 #include "common/store/slide_features.h"
+#include "stages/aggregate/aggregate.h"
 #include "tests/synthslide/tissue_classes.h"
 
 namespace tessera::retrieval {
@@ -120,6 +123,12 @@ double average_precision_at_k(const std::vector<bool>& relevant, int k) {
   return hits > 0 ? sum / hits : 0.0;
 }
 
+std::string slide_cohort_file(const std::string& run_dir, const std::string& name) {
+  return (fs::path(RunLayout(run_dir).stage_root(kAggregateStage, name)) /
+          cohort_file_name("slide"))
+      .string();
+}
+
 std::string Executables::mpirun_for(int ranks) const {
   return fmt::format("{} -np {} ", mpirun, ranks);
 }
@@ -130,7 +139,21 @@ nlohmann::json evaluate(const ChainSpec& spec, const Executables& exes) {
   cohort_spec.dir = (dir / "cohort").string();
   const auto t_cohort = Clock::now();
   const std::vector<synth::CohortSlide> plan = synth::plan_cohort(cohort_spec);
-  if (!fs::exists(dir / "cohort" / "truth.csv")) synth::write_cohort(cohort_spec);
+  // The cohort is written once per dir; a dir made for another cohort is refused, not mixed.
+  const nlohmann::json made_for = {
+      {"slides", cohort_spec.slides}, {"patients", cohort_spec.patients},
+      {"width", cohort_spec.width},   {"height", cohort_spec.height},
+      {"seed", cohort_spec.seed},     {"regions", cohort_spec.regions},
+      {"dominant", cohort_spec.dominant}};
+  const std::string spec_file = (dir / "cohort" / "cohort.json").string();
+  if (!fs::exists(dir / "cohort" / "truth.csv")) {
+    synth::write_cohort(cohort_spec);
+    atomic_write_file(spec_file, made_for.dump() + "\n");
+  } else if (const auto found = read_json_file(spec_file); !found || *found != made_for) {
+    fail<InvalidInput>("'{}' holds a cohort made with other parameters ({}, not {}): use another "
+                       "directory",
+                       dir.string(), found ? found->dump() : "unknown", made_for.dump());
+  }
   const double cohort_s = seconds_since(t_cohort);
   std::map<std::string, Slide> slides;
   for (const auto& c : plan) {
@@ -145,6 +168,7 @@ nlohmann::json evaluate(const ChainSpec& spec, const Executables& exes) {
 
   // The chain; stages whose outputs are complete return at once.
   const std::string run_dir = (dir / "run").string();
+  const RunLayout layout(run_dir);
   const std::string& m = spec.model;
   const std::string slide_index = "mean-" + m;
   const auto t_chain = Clock::now();
@@ -168,7 +192,7 @@ nlohmann::json evaluate(const ChainSpec& spec, const Executables& exes) {
   const double chain_s = seconds_since(t_chain);
 
   // Patch mode: queries of every class, sampled evenly over the cohort's patches of that class.
-  const std::string embed_dir = run_dir + "/embed/" + m;
+  const std::string embed_dir = layout.stage_root(kEmbedStage, m);
   struct PatchQuery {
     std::string patient;
     int tissue_class = 0;
@@ -176,6 +200,7 @@ nlohmann::json evaluate(const ChainSpec& spec, const Executables& exes) {
   std::vector<PatchQuery> queries;
   std::vector<float> vectors;
   std::map<std::string, int64_t> patches_of_patient;
+  std::map<std::string, std::map<int, int64_t>> class_patches;  // patient -> class -> patches
   int dim = 0;
   int64_t patch_size_level0 = 0;
   {
@@ -191,6 +216,7 @@ nlohmann::json evaluate(const ChainSpec& spec, const Executables& exes) {
       for (int64_t r = 0; r < f.rows; ++r) {
         const int c = slide.class_at(f.coords[2 * r] + patch_size_level0 / 2,
                                      f.coords[2 * r + 1] + patch_size_level0 / 2);
+        ++class_patches[slide.patient][c];
         if (c > 0) by_class[c].emplace_back(id, r);
       }
       features.emplace(id, std::move(f));
@@ -221,10 +247,24 @@ nlohmann::json evaluate(const ChainSpec& spec, const Executables& exes) {
     const int64_t k = std::min<int64_t>(total, most + 10);
     const auto t0 = Clock::now();
     const nlohmann::json j = nlohmann::json::parse(
-        run(exes.query + " --index " + q(run_dir + "/ingest/" + m) + " --vectors " +
+        run(exes.query + " --index " + q(layout.stage_root(kIngestStage, m)) + " --vectors " +
             q(qfile + ":/vectors") + " -k " + std::to_string(k) + " --format json"));
     const double seconds = seconds_since(t0);
     std::map<int, std::pair<double, int>> by_class;  // class -> (sum of precision, queries)
+    // Chance of a query: the share of its class among the other patients' patches (what a
+    // random hit would have).
+    std::map<int, double> chance_sum;
+    for (const auto& query : queries) {
+      double same = 0, all = 0;
+      for (const auto& [p, counts] : class_patches) {
+        if (p == query.patient) continue;
+        for (const auto& [c, n] : counts) {
+          all += n;
+          if (c == query.tissue_class) same += n;
+        }
+      }
+      chance_sum[query.tissue_class] += all > 0 ? same / all : 0.0;
+    }
     for (size_t i = 0; i < queries.size(); ++i) {
       int kept = 0, same = 0;
       for (const auto& h : j.at("queries").at(i).at("hits")) {
@@ -240,21 +280,24 @@ nlohmann::json evaluate(const ChainSpec& spec, const Executables& exes) {
       ++n;
     }
     nlohmann::json per_class = nlohmann::json::object();
-    double macro = 0;
+    double macro = 0, macro_chance = 0;
     for (const auto& [c, v] : by_class) {
       per_class[synth::tissue_class_name(c)] = {{"precision_at_10", v.first / v.second},
+                                                {"chance", chance_sum[c] / v.second},
                                                 {"queries", v.second}};
       macro += v.first / v.second;
+      macro_chance += chance_sum[c] / v.second;
     }
+    const double classes = std::max<size_t>(by_class.size(), 1);
     patch_mode = {{"queries", queries.size()},
-                  {"precision_at_10", by_class.empty() ? 0.0 : macro / by_class.size()},
+                  {"precision_at_10", macro / classes},
+                  {"chance_precision_at_10", macro_chance / classes},
                   {"by_class", per_class},
                   {"seconds", seconds}};
   }
 
   // Slide-level modes over the slides that have a vector.
-  const CohortVectors cohort =
-      read_cohort_vectors(run_dir + "/aggregate/" + slide_index + "/slides.h5");
+  const CohortVectors cohort = read_cohort_vectors(slide_cohort_file(run_dir, slide_index));
   const auto chance = [&](const std::string& id) {
     const Slide& s = slides.at(id);
     double eligible = 0, same = 0;
@@ -270,7 +313,7 @@ nlohmann::json evaluate(const ChainSpec& spec, const Executables& exes) {
   auto t0 = Clock::now();
   for (const auto& id : cohort.ids) {
     const nlohmann::json j = nlohmann::json::parse(
-        run(exes.query + " --index " + q(run_dir + "/ingest/" + slide_index) +
+        run(exes.query + " --index " + q(layout.stage_root(kIngestStage, slide_index)) +
             " --similar-slide " + id + " --exclude-same-patient -k " + std::to_string(spec.k) +
             " --format json"));
     Ranking r{slides.at(id).diagnosis, {}, chance(id)};
@@ -281,7 +324,7 @@ nlohmann::json evaluate(const ChainSpec& spec, const Executables& exes) {
   t0 = Clock::now();
   for (const auto& id : cohort.ids) {
     const nlohmann::json j = nlohmann::json::parse(
-        run(exes.query + " --index " + q(run_dir + "/ingest/" + m) + " --slide " + id +
+        run(exes.query + " --index " + q(layout.stage_root(kIngestStage, m)) + " --slide " + id +
             " --mosaic-vote --exclude-same-patient -k " + std::to_string(spec.k) +
             " --format json"));
     Ranking r{slides.at(id).diagnosis, {}, chance(id)};

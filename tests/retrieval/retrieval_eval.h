@@ -3,7 +3,8 @@
 // a user runs them, then the figures the search-engine papers report, with the tissue classes as
 // labels, per search mode:
 //   patch     precision@10 of patch search by the class under each query patch (hits of the
-//             query's patient left out), from the class masks
+//             query's patient left out), from the class masks; its chance is the share of the
+//             query's class among the other patients' patches
 //   slide     slide-vector search (query --similar-slide --exclude-same-patient)
 //   mosaic    mosaic voting (query --slide S --mosaic-vote --exclude-same-patient)
 // For slide and mosaic: majority-vote top-1 and top-5 accuracy and mAP@5 of the diagnosis label,
@@ -29,6 +30,10 @@ bool majority_vote_correct(const std::vector<std::string>& ranked, const std::st
 // Average precision at k: sum over ranks i <= k holding a relevant entry of precision@i, divided
 // by the relevant entries in the first k (0 when there is none).
 double average_precision_at_k(const std::vector<bool>& relevant, int k);
+
+// The slide-level cohort file of the aggregate output `name` of the run `run_dir`
+// (RUN/slides/<name>/slides.h5, through the run layout).
+std::string slide_cohort_file(const std::string& run_dir, const std::string& name);
 
 struct Executables {
   std::string mpirun;  // "mpirun -np R <flags>" prefix, R filled by the caller's ranks

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <thread>
 
+#include "common/core/csv.h"
 #include "common/core/error.h"
 #include "tests/synthslide/hash.h"
 #include "tests/synthslide/synthslide.h"
@@ -135,16 +136,17 @@ std::vector<CohortSlide> write_cohort(const CohortSpec& spec) {
     throw IoError(error);
   }
 
-  std::string manifest = "slide_id,path,patient_id,diagnosis\n";
-  std::string truth =
-      "slide_id,patient_id,diagnosis,class_mask,mask_downsample,tumour,stroma,fat,necrosis\n";
+  std::string manifest = csv_record({"slide_id", "path", "patient_id", "diagnosis"});
+  std::string truth = csv_record({"slide_id", "patient_id", "diagnosis", "class_mask",
+                                  "mask_downsample", "tumour", "stroma", "fat", "necrosis"});
   for (size_t i = 0; i < slides.size(); ++i) {
     const CohortSlide& c = slides[i];
-    manifest += fmt::format("{},{},{},{}\n", c.slide_id, c.path, c.patient_id,
-                            tissue_class_name(c.diagnosis));
-    truth += fmt::format("{},{},{},{},{},{:.4f},{:.4f},{:.4f},{:.4f}\n", c.slide_id, c.patient_id,
-                         tissue_class_name(c.diagnosis), c.class_mask, spec.mask_downsample,
-                         fractions[i][0], fractions[i][1], fractions[i][2], fractions[i][3]);
+    const std::string diagnosis = tissue_class_name(c.diagnosis);
+    manifest += csv_record({c.slide_id, c.path, c.patient_id, diagnosis});
+    std::vector<std::string> row = {c.slide_id, c.patient_id, diagnosis, c.class_mask,
+                                    std::to_string(spec.mask_downsample)};
+    for (const double f : fractions[i]) row.push_back(fmt::format("{:.4f}", f));
+    truth += csv_record(row);
   }
   write_text(dir / "manifest.csv", manifest);
   write_text(dir / "truth.csv", truth);

@@ -214,10 +214,11 @@ function download(name, type, text) {
   setTimeout(() => URL.revokeObjectURL(a.href), 1000);
 }
 
+// The CSV rule of common/core/csv.h: quoted when a field holds , " CR LF or blanks at either end.
 function csv(hits) {
   const cols = [...new Set(hits.flatMap((h) => Object.keys(h)))];
-  const cell = (v) => { const s = v === null || v === undefined ? '' : String(v); return /[",\n]/.test(s) ? '"' + s.replace(/"/g, '""') + '"' : s; };
-  return [cols.join(','), ...hits.map((h) => cols.map((c) => cell(h[c])).join(','))].join('\n') + '\n';
+  const cell = (v) => { const s = v === null || v === undefined ? '' : String(v); return /[",\r\n]|^[ \t]|[ \t]$/.test(s) ? '"' + s.replace(/"/g, '""') + '"' : s; };
+  return [cols.map(cell).join(','), ...hits.map((h) => cols.map((c) => cell(h[c])).join(','))].join('\n') + '\n';
 }
 
 // ---- heatmap ------------------------------------------------------------------------------

@@ -1,0 +1,17 @@
+// The --filter parser: tokens (filter_lexer.h) to a type-checked Program (filter_program.h), by
+// the grammar and typing rules of filter.h. Private to the filter.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "stages/query/filter_program.h"
+
+namespace tessera::query {
+
+// Parses `text` against the known columns `schema`. Throws InvalidInput as Filter::parse says.
+std::shared_ptr<Program> parse_program(const std::string& text,
+                                       const std::vector<ColumnSchema>& schema);
+
+}  // namespace tessera::query
