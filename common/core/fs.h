@@ -31,6 +31,10 @@ std::string read_file(const std::string& path);
 // [A-Za-z0-9._-], not starting with '.'. Slide ids and output tags must be.
 bool is_safe_slide_id(const std::string& id);
 
+// The longest slide id, tag or output name a stage accepts: room is left in a file name (NAME_MAX,
+// 255 bytes) for what the stages add to it (".tmp.<token>", "-patient", ".h5").
+inline constexpr size_t kMaxNameLength = 160;
+
 // "rank-00042" + ext.
 std::string rank_file_name(int rank, const std::string& ext);
 

@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "common/core/error.h"
+#include "common/core/fs.h"
 
 namespace tessera {
 
@@ -90,6 +91,17 @@ std::map<std::string, std::string> slurm_array_environment() {
     if (const char* value = std::getenv(name)) env[name] = value;
   }
   return env;
+}
+
+void require_folder_name(const char* option, const std::string& value) {
+  if (!is_safe_slide_id(value)) {
+    fail<InvalidInput>("invalid --{}: '{}' is not a safe folder name (A-Z a-z 0-9 . _ -, no "
+                       "leading dot)", option, value);
+  }
+  if (value.size() > kMaxNameLength) {
+    fail<InvalidInput>("invalid --{}: '{}' is {} characters long; at most {} fit in the file names "
+                       "the stages make of it", option, value, value.size(), kMaxNameLength);
+  }
 }
 
 }  // namespace tessera

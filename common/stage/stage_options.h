@@ -42,4 +42,8 @@ std::map<std::string, std::string> slurm_array_environment();
 // "cheap" / "full".
 const char* to_string(VerifyLevel level);
 
+// Throws InvalidInput naming --`option` unless `value` is a safe folder name (is_safe_slide_id) of
+// at most kMaxNameLength characters: tags and output names become folders of the run.
+void require_folder_name(const char* option, const std::string& value);
+
 }  // namespace tessera

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "common/core/error.h"
+#include "common/core/fs.h"
 #include "common/core/options.h"
 
 namespace tessera {
@@ -57,6 +58,22 @@ TEST(StageOptions, BadPartsAndArraysAreRefused) {
                                                   {"SLURM_ARRAY_TASK_COUNT", "1"}};
   EXPECT_THROW(parse({}, one), InvalidInput);
   EXPECT_EQ(parse({"--part", "2", "--parts", "4"}, one).part, 2);
+}
+
+TEST(StageOptions, FolderNamesAreSafeAndShortEnoughForTheFilesMadeOfThem) {
+  EXPECT_NO_THROW(require_folder_name("name", "vit-tiny_2.x"));
+  EXPECT_NO_THROW(require_folder_name("name", std::string(kMaxNameLength, 'a')));
+  for (const std::string bad : {"", ".hidden", "a/b", "../up", "a b", "caf\xc3\xa9"}) {
+    EXPECT_THROW(require_folder_name("name", bad), InvalidInput) << bad;
+  }
+  try {
+    require_folder_name("tag", std::string(300, 'a'));
+    FAIL() << "a 300-character tag was accepted";
+  } catch (const InvalidInput& e) {
+    EXPECT_NE(std::string(e.what()).find("--tag"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("300 characters long; at most 160"), std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

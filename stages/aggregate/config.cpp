@@ -77,12 +77,9 @@ Config config_from(const po::variables_map& v) {
   c.level = level == "slide" ? Level::kSlide : Level::kPatient;
   require(c.pooling == "mean" || c.pooling == "max" || c.pooling == "mean+max", "pooling",
           "expected mean, max or mean+max");
-  require(c.tag.empty() || is_safe_slide_id(c.tag), "tag",
-          "'" + c.tag + "' is not a safe folder name (A-Z a-z 0-9 . _ -)");
-  require(c.name.empty() || is_safe_slide_id(c.name), "name",
-          "'" + c.name + "' is not a safe folder name (A-Z a-z 0-9 . _ -)");
-  require(c.encoder_name.empty() || is_safe_slide_id(c.encoder_name), "encoder-name",
-          "'" + c.encoder_name + "' is not a safe folder name (A-Z a-z 0-9 . _ -)");
+  if (!c.tag.empty()) require_folder_name("tag", c.tag);
+  if (!c.name.empty()) require_folder_name("name", c.name);
+  if (!c.encoder_name.empty()) require_folder_name("encoder-name", c.encoder_name);
   require(c.device == "cpu" || c.device.rfind("cuda", 0) == 0, "device",
           "expected cpu, cuda or cuda:N");
   if (!c.slide_encoder.empty()) {

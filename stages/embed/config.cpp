@@ -157,8 +157,7 @@ Config config_from(const po::variables_map& v) {
   c.progress_interval = v["progress-interval"].as<double>();
   c.stage.faults = faults_from(v);
   if (c.tag.empty()) c.tag = default_tag(c.model);
-  require(is_safe_slide_id(c.tag), "tag",
-          "'" + c.tag + "' is not a safe folder name (A-Z a-z 0-9 . _ -)");
+  require_folder_name("tag", c.tag);
   require(c.device == "cpu" || c.device == "cuda" || c.device == "auto", "device",
           "expected cpu, cuda or auto");
   require(c.precision == "fp32" || c.precision == "bf16" || c.precision == "fp16", "precision",

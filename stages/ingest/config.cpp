@@ -136,8 +136,7 @@ Config config_from(const po::variables_map& v) {
   c.slides = v["slides"].as<std::string>();
   require(c.level == "patch" || c.level == "slide" || c.level == "patient", "level",
           "expected patch, slide or patient");
-  require(c.slides.empty() || is_safe_slide_id(c.slides), "slides",
-          "'" + c.slides + "' is not a safe folder name (A-Z a-z 0-9 . _ -)");
+  if (!c.slides.empty()) require_folder_name("slides", c.slides);
   require(c.level != "patch" || c.slides.empty(), "slides", "goes with --level slide|patient");
   require(c.level == "patch" || !c.append, "append", "is for --level patch only");
   const std::string verify = v["verify"].as<std::string>();
@@ -146,10 +145,8 @@ Config config_from(const po::variables_map& v) {
   c.stage.file_locking = v["file-locking"].as<bool>();
   c.stage.overwrite = v["overwrite"].as<bool>();
   c.stage.faults = faults_from(v);
-  require(c.tag.empty() || is_safe_slide_id(c.tag), "tag",
-          "'" + c.tag + "' is not a safe folder name (A-Z a-z 0-9 . _ -)");
-  require(c.name.empty() || is_safe_slide_id(c.name), "name",
-          "'" + c.name + "' is not a safe folder name (A-Z a-z 0-9 . _ -)");
+  if (!c.tag.empty()) require_folder_name("tag", c.tag);
+  if (!c.name.empty()) require_folder_name("name", c.name);
   require(c.shards >= 1 && c.shards <= 65536, "shards", "must be 1..65536");
   require(!c.index.empty() && c.index.find_first_of(" \t\n#") == std::string::npos, "index",
           "expected a FAISS index_factory string without blanks, e.g. Flat or IVF1024,PQ48");

@@ -18,7 +18,7 @@ namespace tessera::patchgen {
 // they write is an atomic write's temporary of the QC outline, `<id>.geojson.tmp.<host>.<pid>`:
 // 8 + 5 + a host name (at most 64 bytes) + 1 + a pid (at most 10 digits) = 88 bytes beside the
 // id, within NAME_MAX (255). 160 leaves a margin for suffixes still to come.
-inline constexpr size_t kMaxSlideIdLength = 160;
+inline constexpr size_t kMaxSlideIdLength = kMaxNameLength;
 
 struct SlideEntry {
   int index = 0;             // position in the manifest (0-based), the slide's stable number

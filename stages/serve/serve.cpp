@@ -153,7 +153,8 @@ int run(const Config& config, Comm& comm, Controls& controls) {
     try {
       files = Api::load_files(web);
     } catch (const Error& e) {
-      if (!config.web_dir.empty()) throw;
+      // A page folder the user named and that cannot be served is bad input (exit 2).
+      if (!config.web_dir.empty()) fail<InvalidInput>("invalid --web-dir: {}", e.what());
       spdlog::warn("no web page: {}; the API is served alone", e.what());
     }
     auto front = std::make_shared<const Front>(shards->catalog(), shards->slides(), rows, 0);

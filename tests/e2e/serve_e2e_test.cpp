@@ -828,6 +828,13 @@ TEST(ServeE2E, AnAppendedGenerationIsSwappedInWithoutFailingRequests) {
   EXPECT_EQ(service.stop(), 0) << service.log();
 }
 
+TEST(ServeE2E, AMissingPageFolderIsBadInput) {
+  std::string log;
+  EXPECT_EQ(run_command(kServe + " --index " + Cohort::index("flat") + " --web-dir " +
+                            (Cohort::dir() / "no-such-web").string(), &log), 2) << log;
+  EXPECT_NE(log.find("--web-dir"), std::string::npos) << log;
+}
+
 TEST(ServeE2E, ANonLoopbackBindNeedsItsToken) {
   std::string log;
   EXPECT_EQ(run_command(kServe + " --index " + Cohort::index("flat") + " --bind 0.0.0.0", &log), 2) << log;
