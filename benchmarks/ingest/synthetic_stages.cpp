@@ -17,6 +17,7 @@
 #include "common/stage/partition.h"
 #include "common/stage/skeleton.h"
 #include "common/store/embeddings.h"
+#include "common/store/files.h"
 #include "common/store/index.h"
 #include "common/store/store.h"
 #include "stages/embed/config.h"
@@ -91,7 +92,9 @@ class SyntheticPatchgen final : public StageWork {
 
   json finish(Comm& comm, const std::vector<json>& markers) override {
     if (comm.rank() != 0) return {};
-    return patchgen::consolidate(manifest_, part_, config_, dir_, fingerprint_, markers);
+    json summary = patchgen::consolidate(manifest_, part_, config_, dir_, fingerprint_, markers);
+    summary["outputs"] = json::array({kIndexFile});  // sealed in _SUCCESS, as patchgen does
+    return summary;
   }
 
  private:
@@ -160,7 +163,8 @@ class SyntheticEmbed final : public StageWork {
             {"source", "synthetic"},
             {"partition", config_.partition.to_string()},
             {"model", model_},
-            {"patchgen_fingerprint", info_.config_fingerprint}};
+            {"patchgen_fingerprint", info_.config_fingerprint},
+            {"outputs", json::array({kEmbeddingsFile})}};  // sealed in _SUCCESS, as embed does
   }
 
  private:
