@@ -180,20 +180,8 @@ QuerySpec parse_query(const std::string& body, const Limits& limits) {
     if (k < 1 || k > limits.max_k) fail<InvalidInput>("'k' must be 1..{}, not {}", limits.max_k, k);
     q.k = static_cast<int>(k);
   }
-  if (j.contains("nprobe")) {
-    const int64_t nprobe = field<int64_t>(j, "nprobe", "an integer");
-    if (nprobe < 0 || nprobe > 1 << 20) fail<InvalidInput>("'nprobe' must be 0..{}", 1 << 20);
-    q.nprobe = static_cast<int>(nprobe);
-  }
-  if (j.contains("filter") && !j.at("filter").is_null()) {
-    q.filter = field<std::string>(j, "filter", "a string");
-    if (q.filter.size() > limits.max_filter_chars) {
-      fail<InvalidInput>("'filter' is {} characters long; the limit is {}", q.filter.size(),
-                         limits.max_filter_chars);
-    }
-    const bool blank = std::all_of(q.filter.begin(), q.filter.end(), [](char c) { return std::isspace(static_cast<unsigned char>(c)); });
-    if (blank) q.filter.clear();
-  }
+  q.nprobe = parse_nprobe(j);
+  q.filter = parse_filter(j, limits.max_filter_chars);
   if (j.contains("exclude_same_slide")) {
     q.exclude_same_slide = field<bool>(j, "exclude_same_slide", "true or false");
   }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -29,6 +30,26 @@ T field(const nlohmann::json& body, const char* name, const char* type) {
   } catch (const nlohmann::json::exception&) {
     fail<InvalidInput>("'{}' must be {}", name, type);
   }
+}
+
+// body["nprobe"]: IVF lists probed, 0..2^20 (0, also when absent: the catalog's default).
+inline int parse_nprobe(const nlohmann::json& body) {
+  if (!body.contains("nprobe")) return 0;
+  const int64_t nprobe = field<int64_t>(body, "nprobe", "an integer");
+  if (nprobe < 0 || nprobe > 1 << 20) fail<InvalidInput>("'nprobe' must be 0..{}", 1 << 20);
+  return static_cast<int>(nprobe);
+}
+
+// body["filter"]: a filter expression of at most `max_chars` characters; "" when absent, null or
+// blank.
+inline std::string parse_filter(const nlohmann::json& body, size_t max_chars) {
+  if (!body.contains("filter") || body.at("filter").is_null()) return "";
+  std::string filter = field<std::string>(body, "filter", "a string");
+  if (filter.size() > max_chars) {
+    fail<InvalidInput>("'filter' is {} characters long; the limit is {}", filter.size(), max_chars);
+  }
+  if (filter.find_first_not_of(" \t\r\n\v\f") == std::string::npos) filter.clear();
+  return filter;
 }
 
 }  // namespace tessera::serve

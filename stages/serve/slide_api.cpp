@@ -72,19 +72,8 @@ VoteSpec parse_vote(const std::string& body, const Limits& limits) {
   VoteSpec v;
   v.slide_id = parse_id_field(j, "slide_id");
   v.k = parse_k(j, limits);
-  if (j.contains("nprobe")) {
-    const int64_t nprobe = field<int64_t>(j, "nprobe", "an integer");
-    if (nprobe < 0 || nprobe > 1 << 20) fail<InvalidInput>("'nprobe' must be 0..{}", 1 << 20);
-    v.nprobe = static_cast<int>(nprobe);
-  }
-  if (j.contains("filter") && !j.at("filter").is_null()) {
-    v.filter = field<std::string>(j, "filter", "a string");
-    if (v.filter.size() > limits.max_filter_chars) {
-      fail<InvalidInput>("'filter' is {} characters long; the limit is {}", v.filter.size(),
-                         limits.max_filter_chars);
-    }
-    if (v.filter.find_first_not_of(" \t\r\n") == std::string::npos) v.filter.clear();
-  }
+  v.nprobe = parse_nprobe(j);
+  v.filter = parse_filter(j, limits.max_filter_chars);
   if (j.contains("exclude_same_patient")) {
     v.exclude_same_patient = field<bool>(j, "exclude_same_patient", "true or false");
   }
