@@ -10,6 +10,7 @@
 
 #include "common/core/fs.h"
 #include "common/h5/h5.h"
+#include "tests/e2e/cohort.h"
 #include "tests/e2e/e2e_util.h"
 #include "tests/synthslide/synthslide.h"
 
@@ -34,23 +35,12 @@ class Cohort : public ::testing::Environment {
   void SetUp() override {
     fs::remove_all(dir());
     fs::create_directories(dir());
-    for (int i = 0; i < 3; ++i) {
-      synth::SlideSpec spec;
-      spec.path = (dir() / fmt::format("s{}.tif", i)).string();
-      spec.width = 1000 + 100 * i;
-      spec.height = 900;
-      spec.seed = 70 + i;
-      spec.mpp = 0.5;
-      synth::write_slide(spec);
-    }
-    write_text((dir() / "m.csv").string(),
-               "slide_id,path,patient_id\na,s0.tif,p1\nb,s1.tif,p2\nc,s2.tif,p3\n");
+    const std::string manifest =
+        write_cohort(dir(), {3, 1000, 100, 900, 70},
+                     "slide_id,path,patient_id\na,s0.tif,p1\nb,s1.tif,p2\nc,s2.tif,p3\n");
+    ASSERT_TRUE(patch_and_embed(kPatchgen, kEmbed, manifest, run(), 2, 1));
     for (const std::string& command :
-         {mpirun(2) + kPatchgen + " --manifest " + (dir() / "m.csv").string() + " --out " +
-              run() + " --patch-size 64",
-          mpirun(2) + kEmbed + " --run " + run() + " --model vit-tiny --batch-size 8 " +
-              "--torch-threads 1",
-          mpirun(2) + kIngest + " --run " + run() + " --name idx --shards 2 --threads 1",
+         {mpirun(2) + kIngest + " --run " + run() + " --name idx --shards 2 --threads 1",
           mpirun(2) + kAggregate + " --run " + run(),
           kIngest + " --run " + run() + " --level slide --normalize"}) {
       std::string log;
