@@ -3,11 +3,14 @@
 // ingest.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
 #include "common/mpi/comm.h"
+#include "common/store/index.h"
 #include "stages/embed/config.h"
 #include "stages/embed/embed.h"
 #include "stages/ingest/config.h"
@@ -45,6 +48,15 @@ inline void make_upstream(const std::string& dir, const std::string& run, bool i
       embed::config_from);
   ASSERT_EQ(embed::run(e, comm), 0);
   if (ingest_too) ASSERT_EQ(ingest::run(ingest_config(run, "flat", {"--shards", "3"}), comm), 0);
+}
+
+// Every third patch id of `run`'s patch index, in patch id order.
+inline std::vector<int64_t> every_third_patch(const std::string& run) {
+  const IndexInfo info = load_index_info(run + "/patchgen");
+  const IndexRows rows = IndexReader(info.path).read_range(0, info.rows);
+  std::vector<int64_t> ids;
+  for (size_t i = 0; i < rows.size(); i += rows.size() / 3) ids.push_back(rows.patch_id[i]);
+  return ids;
 }
 
 }  // namespace tessera::inprocess

@@ -6,7 +6,6 @@
 
 #include "common/core/error.h"
 #include "common/core/fs.h"
-#include "common/store/index.h"
 #include "stages/query/config.h"
 #include "stages/query/query.h"
 #include "tests/inprocess/pipeline.h"
@@ -39,14 +38,7 @@ class QueryRun : public ::testing::Test {
     args.insert(args.end(), extra.begin(), extra.end());
     return stage_config(query::option_table(), args, query::config_from);
   }
-  // Every third patch id of the run.
-  static std::vector<int64_t> some_patches() {
-    const IndexInfo info = load_index_info(run_dir() + "/patchgen");
-    const IndexRows rows = IndexReader(info.path).read_range(0, info.rows);
-    std::vector<int64_t> ids;
-    for (size_t i = 0; i < rows.size(); i += rows.size() / 3) ids.push_back(rows.patch_id[i]);
-    return ids;
-  }
+  static std::vector<int64_t> some_patches() { return every_third_patch(run_dir()); }
   static Hits hits_in(const std::string& report) {
     Hits out;
     const nlohmann::json j = nlohmann::json::parse(file_bytes(report));

@@ -13,7 +13,6 @@
 
 #include "common/core/error.h"
 #include "common/core/fs.h"
-#include "common/store/index.h"
 #include "stages/serve/config.h"
 #include "stages/serve/serve.h"
 #include "tests/inprocess/pipeline.h"
@@ -42,14 +41,7 @@ class ServeRun : public ::testing::Test {
                          "--threads", "1", "--http-threads", "4"},
                         serve::config_from);
   }
-  // Every third patch id of the run.
-  static std::vector<int64_t> some_patches() {
-    const IndexInfo info = load_index_info(run_dir() + "/patchgen");
-    const IndexRows rows = IndexReader(info.path).read_range(0, info.rows);
-    std::vector<int64_t> ids;
-    for (size_t i = 0; i < rows.size(); i += rows.size() / 3) ids.push_back(rows.patch_id[i]);
-    return ids;
-  }
+  static std::vector<int64_t> some_patches() { return every_third_patch(run_dir()); }
 
   static ScratchDir* dir_;
 };
