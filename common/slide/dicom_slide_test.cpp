@@ -24,24 +24,13 @@
 #include "common/slide/slide.h"
 #include "tests/synthslide/dicom_writer.h"
 #include "tests/synthslide/synthslide.h"
+#include "common/slide/slide_test_support.h"
 
 namespace tessera {
 namespace {
 
 namespace fs = std::filesystem;
-const std::string kFixtures = std::string(TESSERA_FIXTURES_DIR) + "/openslide-python/";
-
-fs::path test_dir() {
-  static const struct Dir {
-    fs::path path = fs::temp_directory_path() / ("tessera_dicom_test_" + std::to_string(::getpid()));
-    Dir() { fs::create_directories(path); }
-    ~Dir() {
-      std::error_code ec;
-      fs::remove_all(path, ec);
-    }
-  } dir;
-  return dir.path;
-}
+using slide_test::kFixtures;
 
 // The TIFF slide and its DICOM twins, written once.
 struct Twins {
@@ -52,9 +41,9 @@ struct Twins {
 const Twins& twins() {
   static const Twins t = [] {
     Twins out;
-    out.spec.path = (test_dir() / "twin.tif").string();
-    out.spec.width = 2600;  // 40-pixel edge tiles; levels 1300x1050 and 650x525 (downsamples 2, 4)
-    out.spec.height = 2100;
+    out.spec.path = (slide_test::scratch_dir() / "twin.tif").string();
+    out.spec.width = 2088;  // 40- and 52-pixel edge tiles; levels 1044x666 and 522x333 (downsamples 2, 4)
+    out.spec.height = 1332;
     out.spec.seed = 11;
     out.spec.mpp = 0.5;
     synth::write_slide(out.spec);
@@ -69,7 +58,7 @@ const Twins& twins() {
                              Variant{"j2k-sparse", synth::DicomCodec::kJpeg2000, true},
                              Variant{"raw-full", synth::DicomCodec::kRaw, false}}) {
       synth::DicomSpec d;
-      d.dir = (test_dir() / v.name).string();
+      d.dir = (slide_test::scratch_dir() / v.name).string();
       d.codec = v.codec;
       d.sparse = v.sparse;
       synth::write_dicom_series(out.spec, d);
@@ -123,7 +112,7 @@ TEST(DicomSlide, TwinsHaveTheTiffPixelsOnEveryLevelAndRegion) {
 
 TEST(DicomSlide, WrittenSeriesIsValidForPydicomAndDcmdump) {
   const Twins& t = twins();
-  const fs::path script = test_dir() / "validate.py";
+  const fs::path script = slide_test::scratch_dir() / "validate.py";
   std::ofstream(script) << R"(import sys, pydicom
 from pydicom.encaps import generate_pixel_data_frame
 for path in sys.argv[1:]:
@@ -160,7 +149,7 @@ print('ok', len(sys.argv) - 1)
 TEST(DicomSlide, SameSpecGivesIdenticalFiles) {
   const Twins& t = twins();
   synth::DicomSpec again;
-  again.dir = (test_dir() / "jpeg-sparse-again").string();
+  again.dir = (slide_test::scratch_dir() / "jpeg-sparse-again").string();
   again.sparse = true;
   synth::write_dicom_series(t.spec, again);
   for (const char* f : {"level-0.dcm", "level-1.dcm", "level-2.dcm"}) {
@@ -176,7 +165,7 @@ TEST(DicomSlide, SameSpecGivesIdenticalFiles) {
 TEST(DicomSlide, ConverterFileWithoutOrganizationOrSpacingReadsAsTiledFull) {
   const Twins& t = twins();
   synth::DicomSpec bare;
-  bare.dir = (test_dir() / "converter").string();
+  bare.dir = (slide_test::scratch_dir() / "converter").string();
   bare.write_organization = false;
   bare.write_spacing = false;
   synth::write_dicom_series(t.spec, bare);
@@ -198,7 +187,7 @@ TEST(DicomSlide, OneFileIsASlide) {
 // ---- the real DICOM pair of openslide-python's tests (a VOLUME and its THUMBNAIL) ----
 
 TEST(DicomSlide, RealPixelMedFilesOpenAndTheThumbnailIsSkipped) {
-  const fs::path dir = test_dir() / "boxes";
+  const fs::path dir = slide_test::scratch_dir() / "boxes";
   fs::create_directories(dir);
   fs::copy_file(kFixtures + "boxes_0.dcm", dir / "boxes_0.dcm", fs::copy_options::overwrite_existing);
   fs::copy_file(kFixtures + "boxes_1.dcm", dir / "boxes_1.dcm", fs::copy_options::overwrite_existing);
@@ -311,7 +300,7 @@ void write_minimal(const std::string& path, const Minimal& m) {
 TEST(DicomSlide, NonWholeSlideDicomIsRefusedNamingItsClass) {
   Minimal m;
   m.sop_class = UID_CTImageStorage;
-  const std::string path = (test_dir() / "ct.dcm").string();
+  const std::string path = (slide_test::scratch_dir() / "ct.dcm").string();
   write_minimal(path, m);
   expect_refusal(path, "not a whole-slide image");
   expect_refusal(path, "1.2.840.10008.5.1.4.1.1.2 (CTImageStorage) file of modality CT");
@@ -320,7 +309,7 @@ TEST(DicomSlide, NonWholeSlideDicomIsRefusedNamingItsClass) {
 TEST(DicomSlide, UnsupportedTransferSyntaxIsNamed) {
   Minimal m;
   m.xfer = EXS_JPEGLSLossless;
-  const std::string path = (test_dir() / "jpegls.dcm").string();
+  const std::string path = (slide_test::scratch_dir() / "jpegls.dcm").string();
   write_minimal(path, m);
   expect_refusal(path, "transfer syntax 1.2.840.10008.1.2.4.80");
 }
@@ -328,16 +317,16 @@ TEST(DicomSlide, UnsupportedTransferSyntaxIsNamed) {
 TEST(DicomSlide, SixteenBitOrSingleChannelIsRefused) {
   Minimal sixteen;
   sixteen.bits = 16;
-  write_minimal((test_dir() / "sixteen.dcm").string(), sixteen);
-  expect_refusal((test_dir() / "sixteen.dcm").string(), "3 sample(s) per pixel of 16 bits: brightfield RGB only");
+  write_minimal((slide_test::scratch_dir() / "sixteen.dcm").string(), sixteen);
+  expect_refusal((slide_test::scratch_dir() / "sixteen.dcm").string(), "3 sample(s) per pixel of 16 bits: brightfield RGB only");
   Minimal gray;
   gray.samples = 1;
-  write_minimal((test_dir() / "gray.dcm").string(), gray);
-  expect_refusal((test_dir() / "gray.dcm").string(), "1 sample(s) per pixel of 8 bits");
+  write_minimal((slide_test::scratch_dir() / "gray.dcm").string(), gray);
+  expect_refusal((slide_test::scratch_dir() / "gray.dcm").string(), "1 sample(s) per pixel of 8 bits");
 }
 
 TEST(DicomSlide, SplitConcatenationIsRefused) {
-  const fs::path dir = test_dir() / "concatenation";
+  const fs::path dir = slide_test::scratch_dir() / "concatenation";
   fs::create_directories(dir);
   Minimal m;
   m.concatenation_uid = "2.25.77";
@@ -347,7 +336,7 @@ TEST(DicomSlide, SplitConcatenationIsRefused) {
 }
 
 TEST(DicomSlide, ConcatenationWithAllPartsIsOneLevel) {
-  const fs::path dir = test_dir() / "joined";
+  const fs::path dir = slide_test::scratch_dir() / "joined";
   fs::create_directories(dir);
   Minimal m;
   m.width = 32;
@@ -383,7 +372,7 @@ TEST(DicomSlide, SparseTilesWithoutAFrameAreWhite) {
   m.frames = 3;
   m.organization = "TILED_SPARSE";
   m.positions = {{17, 1}, {1, 17}, {17, 17}};  // no frame at the top-left tile
-  const std::string path = (test_dir() / "sparse.dcm").string();
+  const std::string path = (slide_test::scratch_dir() / "sparse.dcm").string();
   write_minimal(path, m);
   const Slide s = Slide::open(path);
   const auto rgb = region(s, 0, 0, 0, 32, 32);
@@ -402,19 +391,19 @@ TEST(DicomSlide, HugeClaimedGridIsRefusedBeforeAllocating) {
   sparse.width = sparse.height = 2147483647;
   sparse.organization = "TILED_SPARSE";
   sparse.positions = {{1, 1}};
-  write_minimal((test_dir() / "huge_sparse.dcm").string(), sparse);
-  expect_refusal((test_dir() / "huge_sparse.dcm").string(), "tiles: more than the 16777216");
+  write_minimal((slide_test::scratch_dir() / "huge_sparse.dcm").string(), sparse);
+  expect_refusal((slide_test::scratch_dir() / "huge_sparse.dcm").string(), "tiles: more than the 16777216");
   Minimal full;  // a grid under the limit: one frame for a million tiles, refused before the table
   full.width = 16777216;
-  write_minimal((test_dir() / "huge_full.dcm").string(), full);
-  expect_refusal((test_dir() / "huge_full.dcm").string(), "TILED_FULL with 1 frames for a grid of");
+  write_minimal((slide_test::scratch_dir() / "huge_full.dcm").string(), full);
+  expect_refusal((slide_test::scratch_dir() / "huge_full.dcm").string(), "TILED_FULL with 1 frames for a grid of");
 }
 
 TEST(DicomSlide, FirstFocalPlaneIsRead) {
   Minimal m;
   m.frames = 2;
   m.focal_planes = 2;
-  const std::string path = (test_dir() / "planes.dcm").string();
+  const std::string path = (slide_test::scratch_dir() / "planes.dcm").string();
   write_minimal(path, m);
   const Slide s = Slide::open(path);
   EXPECT_EQ(region(s, 0, 5, 5, 1, 1)[0], 10);
@@ -422,7 +411,7 @@ TEST(DicomSlide, FirstFocalPlaneIsRead) {
 
 TEST(DicomSlide, TruncatedFileIsRefused) {
   const Twins& t = twins();
-  const fs::path dir = test_dir() / "truncated";
+  const fs::path dir = slide_test::scratch_dir() / "truncated";
   fs::create_directories(dir);
   const fs::path level0 = fs::path(t.dicom.at("jpeg-full")) / "level-0.dcm";
   fs::copy_file(level0, dir / "level-0.dcm", fs::copy_options::overwrite_existing);
@@ -431,7 +420,7 @@ TEST(DicomSlide, TruncatedFileIsRefused) {
 }
 
 TEST(DicomSlide, FolderWithoutDicomIsRefused) {
-  const fs::path dir = test_dir() / "empty-folder";
+  const fs::path dir = slide_test::scratch_dir() / "empty-folder";
   fs::create_directories(dir);
   std::ofstream(dir / "notes.txt") << "nothing";
   expect_refusal(dir.string(), "no DICOM file");

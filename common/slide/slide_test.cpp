@@ -9,11 +9,12 @@
 
 #include "common/core/error.h"
 #include "tests/synthslide/synthslide.h"
+#include "common/slide/slide_test_support.h"
 
 namespace tessera {
 namespace {
 
-const std::string kFixtures = std::string(TESSERA_FIXTURES_DIR) + "/openslide-python/";
+using slide_test::kFixtures;
 
 TEST(Slide, GenericTiffFixtureOpensWithFourLevels) {
   Slide s = Slide::open(kFixtures + "boxes.tiff");

@@ -12,6 +12,8 @@
 
 #include <fmt/format.h>
 
+#include "common/slide/tiff_handle.h"
+
 namespace tessera {
 
 namespace {
@@ -19,10 +21,6 @@ namespace {
 constexpr const char* kSeeFormats = "the list of supported formats is in docs/formats.md";
 
 int ignore(TIFF*, void*, const char*, const char*, va_list) { return 1; }
-
-struct TiffCloser {
-  void operator()(TIFF* t) const { TIFFClose(t); }
-};
 
 uint64_t little(const unsigned char* p, int n, bool big_endian) {
   uint64_t v = 0;
@@ -71,7 +69,7 @@ std::string tiff_reason(const std::string& path, uint64_t file_size) {
   TIFFOpenOptions* options = TIFFOpenOptionsAlloc();
   TIFFOpenOptionsSetErrorHandlerExtR(options, ignore, nullptr);
   TIFFOpenOptionsSetWarningHandlerExtR(options, ignore, nullptr);
-  std::unique_ptr<TIFF, TiffCloser> tif(TIFFOpenExt(path.c_str(), "r", options));
+  tiff::Handle tif(TIFFOpenExt(path.c_str(), "r", options));
   TIFFOpenOptionsFree(options);
   if (!tif) return fmt::format("a damaged TIFF file libtiff cannot open; {}", kSeeFormats);
 

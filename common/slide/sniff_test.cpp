@@ -13,28 +13,17 @@
 #include "common/core/error.h"
 #include "common/slide/slide.h"
 #include "tests/synthslide/synthslide.h"
+#include "common/slide/slide_test_support.h"
 
 namespace tessera {
 namespace {
 
 namespace fs = std::filesystem;
 
-fs::path test_dir() {
-  static const struct Dir {
-    fs::path path = fs::temp_directory_path() / ("tessera_sniff_test_" + std::to_string(::getpid()));
-    Dir() { fs::create_directories(path); }
-    ~Dir() {
-      std::error_code ec;
-      fs::remove_all(path, ec);
-    }
-  } dir;
-  return dir.path;
-}
-
 // A stripped (untiled) TIFF of `pages` pages, each w x h with `samples` samples of `bits` bits.
 std::string write_tiff(const std::string& name, int pages, int samples, int bits,
                        const char* description = nullptr) {
-  const std::string path = (test_dir() / name).string();
+  const std::string path = (slide_test::scratch_dir() / name).string();
   TIFF* tif = TIFFOpen(path.c_str(), "w");
   const int w = 64, h = 48;
   std::vector<uint8_t> row(static_cast<size_t>(w) * samples * bits / 8, 0x40);
@@ -83,7 +72,7 @@ TEST(Sniff, SingleChannelIsRefusedAsSuch) {
 }
 
 TEST(Sniff, ISyntaxSaysConvertItFirst) {
-  const std::string path = (test_dir() / "scan.isyntax").string();
+  const std::string path = (slide_test::scratch_dir() / "scan.isyntax").string();
   std::ofstream(path) << "<DataObject ObjectType=\"DPUfsImport\">\n<Attribute Name=\"DICOM_MANUFACTURER\""
                          " Group=\"0x0008\" Element=\"0x0070\" PMSVR=\"IString\">PHILIPS</Attribute>";
   expect_reason(path, "Philips iSyntax");
@@ -91,7 +80,7 @@ TEST(Sniff, ISyntaxSaysConvertItFirst) {
 }
 
 TEST(Sniff, UnknownFormatPointsAtTheList) {
-  const std::string path = (test_dir() / "mystery.bin").string();
+  const std::string path = (slide_test::scratch_dir() / "mystery.bin").string();
   std::ofstream(path) << "\x01\x02\x03\x04 not a slide at all";
   expect_reason(path, "unsupported or missing format (unknown file type, first bytes 01 02 03 04");
   expect_reason(path, "docs/formats.md");
@@ -99,19 +88,19 @@ TEST(Sniff, UnknownFormatPointsAtTheList) {
 
 TEST(Sniff, TruncatedTiffIsSaidToBeTruncated) {
   synth::SlideSpec spec;
-  spec.path = (test_dir() / "whole.tif").string();
+  spec.path = (slide_test::scratch_dir() / "whole.tif").string();
   spec.width = 1500;
   spec.height = 1200;
   spec.seed = 3;
   synth::write_slide(spec);
-  const std::string cut = (test_dir() / "cut.tif").string();
+  const std::string cut = (slide_test::scratch_dir() / "cut.tif").string();
   fs::copy_file(spec.path, cut);
   fs::resize_file(cut, fs::file_size(spec.path) / 2);
   expect_reason(cut, "truncated");
 }
 
 TEST(Sniff, EmptyFile) {
-  const std::string path = (test_dir() / "empty.svs").string();
+  const std::string path = (slide_test::scratch_dir() / "empty.svs").string();
   std::ofstream{path};
   expect_reason(path, "an empty file");
 }

@@ -9,28 +9,17 @@
 #include <fmt/format.h>
 
 #include "common/core/error.h"
+#include "common/slide/tiff_handle.h"
 
 namespace tessera {
 
 namespace {
 
-int keep_message(TIFF*, void* user_data, const char* module, const char* fmt_text, va_list ap) {
-  char text[512];
-  std::vsnprintf(text, sizeof text, fmt_text, ap);
-  auto* last = static_cast<std::string*>(user_data);
-  *last = module ? fmt::format("{}: {}", module, text) : std::string(text);
-  return 1;
-}
-
-struct TiffCloser {
-  void operator()(TIFF* t) const { TIFFClose(t); }
-};
-
 // libtiff's handle is not thread-safe: strips are decoded one at a time under `mutex` (the cache
 // keeps them, so each is decoded once while it stays there).
 class StripSource : public TileSource {
  public:
-  StripSource(std::string path, std::unique_ptr<TIFF, TiffCloser> tif, std::unique_ptr<std::string> message,
+  StripSource(std::string path, tiff::Handle tif, std::unique_ptr<std::string> message,
               int64_t width, int64_t height, int rows_per_strip)
       : path_(std::move(path)), message_(std::move(message)), tif_(std::move(tif)),
         width_(width), height_(height), rows_per_strip_(rows_per_strip) {}
@@ -49,7 +38,7 @@ class StripSource : public TileSource {
  private:
   std::string path_;
   std::unique_ptr<std::string> message_;  // libtiff reports into it; outlives tif_
-  std::unique_ptr<TIFF, TiffCloser> tif_;
+  tiff::Handle tif_;
   int64_t width_, height_;
   int rows_per_strip_;
   std::mutex mutex_;
@@ -65,9 +54,9 @@ std::unique_ptr<StripSlide> open_strip_tiff(const std::string& path, size_t cach
   };
   auto message = std::make_unique<std::string>();
   TIFFOpenOptions* options = TIFFOpenOptionsAlloc();
-  TIFFOpenOptionsSetErrorHandlerExtR(options, keep_message, message.get());
-  TIFFOpenOptionsSetWarningHandlerExtR(options, keep_message, message.get());
-  std::unique_ptr<TIFF, TiffCloser> tif(TIFFOpenExt(path.c_str(), "r", options));
+  TIFFOpenOptionsSetErrorHandlerExtR(options, tiff::keep_message, message.get());
+  TIFFOpenOptionsSetWarningHandlerExtR(options, tiff::keep_message, message.get());
+  tiff::Handle tif(TIFFOpenExt(path.c_str(), "r", options));
   TIFFOpenOptionsFree(options);
   if (!tif) return refuse(fmt::format("libtiff cannot open it ({})", *message));
   if (TIFFIsTiled(tif.get())) return refuse("tiled, not stripped");

@@ -23,21 +23,13 @@
 #include "common/core/clock.h"
 #include "common/core/error.h"
 #include "common/slide/j2k_decode.h"
+#include "common/slide/tiff_handle.h"
 
 namespace tessera {
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// libtiff's messages about one file, kept instead of printed (vendor tags make it chatty).
-int keep_message(TIFF*, void* user_data, const char* module, const char* fmt_text, va_list ap) {
-  char text[512];
-  std::vsnprintf(text, sizeof text, fmt_text, ap);
-  auto* last = static_cast<std::string*>(user_data);
-  *last = module ? fmt::format("{}: {}", module, text) : std::string(text);
-  return 1;
-}
 
 // libjpeg's error manager: an error jumps back to decode() with the message; a warning (corrupt
 // data that libjpeg decodes anyway, into damaged pixels) is kept, and decode() fails with it.
@@ -93,10 +85,6 @@ std::string decode(jpeg_decompress_struct& cinfo, JpegError& err, const uint8_t*
   if (err.mgr.num_warnings > 0) return fmt::format("corrupt JPEG data ({})", err.warning);
   return {};
 }
-
-struct TiffCloser {
-  void operator()(TIFF* t) const { TIFFClose(t); }
-};
 
 // Why the current directory of `tif` cannot be a direct level; empty when it can, with whether
 // its JPEG streams are decoded as RGB (TIFF's photometric: RGB or YCbCr) in `jpeg_rgb`.
@@ -227,9 +215,9 @@ std::unique_ptr<TileReader> TileReader::open(
   if (levels.empty()) return refuse("no levels");
   std::string message;
   TIFFOpenOptions* options = TIFFOpenOptionsAlloc();
-  TIFFOpenOptionsSetErrorHandlerExtR(options, keep_message, &message);
-  TIFFOpenOptionsSetWarningHandlerExtR(options, keep_message, &message);
-  std::unique_ptr<TIFF, TiffCloser> tif(TIFFOpenExt(path.c_str(), "r", options));
+  TIFFOpenOptionsSetErrorHandlerExtR(options, tiff::keep_message, &message);
+  TIFFOpenOptionsSetWarningHandlerExtR(options, tiff::keep_message, &message);
+  tiff::Handle tif(TIFFOpenExt(path.c_str(), "r", options));
   TIFFOpenOptionsFree(options);
   if (!tif) return refuse(fmt::format("libtiff cannot open it ({})", message));
 

@@ -16,28 +16,16 @@
 #include "common/core/error.h"
 #include "common/slide/slide.h"
 #include "tests/synthslide/synthslide.h"
+#include "common/slide/slide_test_support.h"
 
 namespace tessera {
 namespace {
 
 namespace fs = std::filesystem;
-const std::string kFixtures = std::string(TESSERA_FIXTURES_DIR) + "/openslide-python/";
-
-// This process's folder of generated slides, removed when the test program ends.
-fs::path slide_dir() {
-  static const struct Dir {
-    fs::path path = fs::temp_directory_path() /
-                    ("tessera_tile_reader_test_" + std::to_string(::getpid()));
-    ~Dir() {
-      std::error_code ec;
-      fs::remove_all(path, ec);
-    }
-  } dir;
-  return dir.path;
-}
+using slide_test::kFixtures;
 
 std::string temp_slide(const std::string& name, int64_t w, int64_t h, int tile, uint64_t seed) {
-  const fs::path dir = slide_dir();
+  const fs::path dir = slide_test::scratch_dir();
   fs::create_directories(dir);
   synth::SlideSpec spec;
   spec.path = (dir / name).string();

@@ -319,7 +319,7 @@ TEST(VectorIndex, EmptyCopiesOfEveryKindWriteAndReadBack) {
   const auto x = clustered(1000, 10, 12);
   const auto ids = caller_ids(1000);
   const auto queries = clustered(10, 10, 13);
-  for (const char* spec : {"Flat", "HNSW16", "HNSW8,Flat", "IVF8,Flat", "SQ8", "PQ4"}) {
+  for (const char* spec : {"Flat", "HNSW16", "HNSW8,Flat", "IVF8,Flat", "SQ8", "PQ4np"}) {
     auto source = VectorIndex::create(spec, kDim, Metric::kL2);
     if (!source.is_trained()) source.train(x.data(), 1000);
     auto shard = source.empty_copy();

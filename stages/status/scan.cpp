@@ -21,6 +21,7 @@
 #include "common/stage/layout.h"
 #include "stages/status/graph.h"
 #include "stages/status/next.h"
+#include "stages/status/paths.h"
 #include "stages/status/read.h"
 
 namespace tessera::status {
@@ -28,15 +29,6 @@ namespace tessera::status {
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string join_path(const std::string& a, const std::string& b) {
-  return (fs::path(a) / b).string();
-}
-
-bool is_dir(const std::string& path) {
-  std::error_code ec;
-  return fs::is_directory(path, ec);
-}
 
 // The rows of one stage root (RUN/<stage> or RUN/<stage>/<name>) and its parts.
 void scan_parts(const std::string& root, const StageDecl& decl, const std::string& name,

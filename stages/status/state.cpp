@@ -12,6 +12,7 @@
 #include "common/stage/lineage.h"
 #include "common/stage/marker.h"
 #include "common/stage/skeleton.h"
+#include "stages/status/paths.h"
 #include "stages/status/read.h"
 
 namespace tessera::status {
@@ -20,18 +21,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string join_path(const std::string& a, const std::string& b) {
-  return (fs::path(a) / b).string();
-}
-
 bool exists(const std::string& path) {
   std::error_code ec;
   return fs::exists(path, ec);
-}
-
-bool is_dir(const std::string& path) {
-  std::error_code ec;
-  return fs::is_directory(path, ec);
 }
 
 // end - start in seconds, to the millisecond the times are written with.

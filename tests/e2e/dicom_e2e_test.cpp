@@ -31,8 +31,8 @@ TEST(DicomE2E, TwinsGiveTheTiffPatchesAndPixelDigestsAtOneAndTwoRanks) {
   TempDir tmp("dicom_twins");
   // Slide A is read at level 0, slide B (0.25 um/px) at level 1.
   std::vector<synth::SlideSpec> specs(2);
-  specs[0].width = 3000, specs[0].height = 2200, specs[0].seed = 100, specs[0].mpp = 0.5;
-  specs[1].width = 2400, specs[1].height = 2600, specs[1].seed = 101, specs[1].mpp = 0.25;
+  specs[0].width = 1800, specs[0].height = 1400, specs[0].seed = 100, specs[0].mpp = 0.5;
+  specs[1].width = 1600, specs[1].height = 1800, specs[1].seed = 101, specs[1].mpp = 0.25;
   for (size_t i = 0; i < specs.size(); ++i) {
     specs[i].path = tmp / fmt::format("s{}.tif", i);
     synth::write_slide(specs[i]);
@@ -54,7 +54,7 @@ TEST(DicomE2E, TwinsGiveTheTiffPatchesAndPixelDigestsAtOneAndTwoRanks) {
   std::string log;
   ASSERT_EQ(run_command(patchgen(2, tmp / "tiff.csv", tmp / "tiff"), &log), 0) << log;
   const auto reference = patchgen::digest_run(tmp / "tiff/patchgen");
-  EXPECT_GT(reference.patches, 100);
+  EXPECT_GT(reference.patches, 60);
   for (const char* v : variants) {
     for (int ranks = 1; ranks <= 2; ++ranks) {
       const std::string out = tmp / fmt::format("{}-r{}", v, ranks);

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "tests/synthslide/hash.h"
+#include "tests/synthslide/pixel.h"
 
 namespace tessera::synth {
 namespace {
@@ -21,9 +22,6 @@ constexpr double kHoleProbability = 0.3;
 constexpr int kHoleClearance = 8;   // tissue must extend this far beyond a hole's rim
 constexpr int kJitterVariants = 4;  // sample positions per column / row on reduced levels
 
-struct Rgb {
-  int r, g, b;
-};
 constexpr Rgb kBackground = {238, 236, 240};
 constexpr Rgb kStromaLight = {241, 182, 216};
 constexpr Rgb kStromaDark = {204, 108, 164};
@@ -74,8 +72,6 @@ std::vector<uint8_t> to_bytes(const std::vector<double>& values, double lo, doub
   });
   return bytes;
 }
-
-inline uint8_t clamp_byte(int v) { return static_cast<uint8_t>(std::clamp(v, 0, 255)); }
 
 inline void put(uint8_t* px, int r, int g, int b) {
   px[0] = clamp_byte(r);

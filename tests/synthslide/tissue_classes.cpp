@@ -5,6 +5,7 @@
 
 #include "common/core/error.h"
 #include "tests/synthslide/hash.h"
+#include "tests/synthslide/pixel.h"
 
 namespace tessera::synth {
 namespace {
@@ -13,12 +14,6 @@ constexpr std::array<const char*, kTissueClasses + 1> kNames = {"background", "t
                                                                 "fat", "necrosis"};
 constexpr int kMaxRegions = 256;
 constexpr uint64_t kSaltSeeds = 0xc1a5'0000;
-
-struct Rgb {
-  int r, g, b;
-};
-
-inline uint8_t clamp_byte(int v) { return static_cast<uint8_t>(std::clamp(v, 0, 255)); }
 
 inline void put(uint8_t* px, const Rgb& c, int lum, const std::array<int, 3>& stain) {
   px[0] = clamp_byte(c.r + lum + stain[0]);
@@ -71,8 +66,8 @@ constexpr BlobShape kDebris = {9, 0.45, 1, 2, 1, 2, true};
 constexpr Rgb kTumourLight = {170, 120, 192};
 constexpr Rgb kTumourDark = {140, 88, 172};
 constexpr Rgb kTumourNucleusRgb = {50, 30, 112};
-constexpr Rgb kStromaLight = {246, 176, 204};
-constexpr Rgb kStromaDark = {222, 100, 150};
+constexpr Rgb kStromaClassLight = {246, 176, 204};
+constexpr Rgb kStromaClassDark = {222, 100, 150};
 constexpr Rgb kStromaNucleusRgb = {112, 58, 140};
 constexpr Rgb kFatWhite = {247, 245, 246};
 constexpr Rgb kFatMembrane = {234, 124, 116};
@@ -207,7 +202,7 @@ void shade_class(int tissue_class, int64_t x, int64_t y, int lum, int texture, u
       if (in_blob(kStromaNucleus, key ^ 0x2, x, y, &shade)) {
         put(px, kStromaNucleusRgb, lum + shade, stain);
       } else {
-        put(px, mix(kStromaLight, kStromaDark, texture), lum, stain);
+        put(px, mix(kStromaClassLight, kStromaClassDark, texture), lum, stain);
       }
       return;
     case 3:
