@@ -20,7 +20,7 @@ out="${BENCH_OUT:-$root/bench-out}/embed-bench"
 read -r -a mpi_flags <<< "${MPIEXEC_FLAGS:---allow-run-as-root --mca btl self,vader}"
 driver="$build/benchmarks/embed_bench"
 if [[ ! -x "$driver" ]]; then
-  echo "error: '$driver' not found; build the target embed_bench first" >&2
+  echo "error: '$driver' not found; configure with -DTESSERA_BUILD_BENCHMARKS=ON and build embed_bench first" >&2
   exit 2
 fi
 

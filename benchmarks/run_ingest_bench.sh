@@ -21,7 +21,7 @@ out="${BENCH_OUT:-$root/bench-out}"
 driver="$build/benchmarks/ingest_bench"
 for exe in "$driver" "$build/stages/ingest/ingest" "$build/stages/query/query"; do
   if [[ ! -x "$exe" ]]; then
-    echo "error: '$exe' not found; build the targets ingest_bench, ingest and query first" >&2
+    echo "error: '$exe' not found; configure with -DTESSERA_BUILD_BENCHMARKS=ON and build ingest_bench, ingest and query first" >&2
     exit 2
   fi
 done

@@ -27,7 +27,7 @@ slide="${BENCH_SLIDE:-$root/bench-out/synth-40000x30000-seed1.tif}"
 read -r -a mpi_flags <<< "${MPIEXEC_FLAGS:---allow-run-as-root --mca btl self,vader}"
 driver="$build/benchmarks/patchgen_bench"
 if [[ ! -x "$driver" ]]; then
-  echo "error: '$driver' not found; build the target patchgen_bench first" >&2
+  echo "error: '$driver' not found; configure with -DTESSERA_BUILD_BENCHMARKS=ON and build patchgen_bench first" >&2
   exit 2
 fi
 if ! command -v gnuplot > /dev/null && [[ "$(id -u)" == 0 ]]; then

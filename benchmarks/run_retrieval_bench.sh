@@ -24,7 +24,7 @@ for exe in "$driver" "$build/stages/patchgen/patchgen" "$build/stages/embed/embe
            "$build/stages/aggregate/aggregate" "$build/stages/ingest/ingest" \
            "$build/stages/query/query"; do
   if [[ ! -x "$exe" ]]; then
-    echo "error: '$exe' not found; build the targets retrieval_bench, patchgen, embed," \
+    echo "error: '$exe' not found; configure with -DTESSERA_BUILD_BENCHMARKS=ON and build retrieval_bench, patchgen, embed," \
          "aggregate, ingest and query first" >&2
     exit 2
   fi

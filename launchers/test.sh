@@ -10,7 +10,7 @@ if command -v ninja >/dev/null; then generator=(-G Ninja); fi
 cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build "$build" -j "$(nproc)"
 # Each test declares the cores it keeps busy (PROCESSORS: an MPI job's ranks count), but spends
-# much of its time waiting (mpirun, fsync, servers, a browser): twice as many slots as cores keep
-# both busy, and the longest tests start first (COST; docs/operations.md, "Building and testing").
+# much of its time waiting (mpirun, fsync, servers, a browser): three slots a core keep the cores
+# busy, and the longest tests start first (COST; docs/operations.md, "Building and testing").
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-ctest --test-dir "$build" --output-on-failure --timeout 1200 -j "$((2 * $(nproc)))"
+ctest --test-dir "$build" --output-on-failure --timeout 1200 -j "$((3 * $(nproc)))"

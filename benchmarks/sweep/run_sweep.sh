@@ -51,7 +51,7 @@ extra=("$@")
 [[ -n "$out" ]] || { echo "error: --out DIR is required" >&2; exit 2; }
 [[ "$launcher" =~ ^(mpirun|srun)$ ]] || { echo "error: --launcher mpirun|srun" >&2; exit 2; }
 driver="$build/benchmarks/${stage}_bench"
-[[ -x "$driver" ]] || { echo "error: '$driver' not found; build the target ${stage}_bench" >&2; exit 2; }
+[[ -x "$driver" ]] || { echo "error: '$driver' not found; configure with -DTESSERA_BUILD_BENCHMARKS=ON and build ${stage}_bench" >&2; exit 2; }
 mkdir -p "$out/logs"
 out="$(cd "$out" && pwd)"
 IFS=, read -r -a rank_list <<< "$ranks"
