@@ -14,7 +14,6 @@ set(TESSERA_TEST_OPTIMIZATION -O1 CACHE STRING "Optimisation of test programs' o
 
 # tessera_test_target(TARGET): compiles TARGET, a test program or test-only library, as above.
 function(tessera_test_target target)
-  set_target_properties(${target} PROPERTIES TESSERA_TEST ON)
   if(CMAKE_BUILD_TYPE MATCHES "^(RelWithDebInfo|Release|MinSizeRel)$")
     target_compile_options(${target} PRIVATE ${TESSERA_TEST_OPTIMIZATION})
   endif()

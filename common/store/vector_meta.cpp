@@ -15,17 +15,22 @@
 
 namespace tessera {
 
+// A streaming XXH3-64 state. Not in the anonymous namespace: VectorMetaWriter::Impl holds some,
+// and a unity build includes this file into another.
+namespace vector_meta_detail {
+struct Xxh3Free {
+  void operator()(XXH3_state_t* s) const noexcept { XXH3_freeState(s); }
+};
+using Xxh3 = std::unique_ptr<XXH3_state_t, Xxh3Free>;
+}  // namespace vector_meta_detail
+using vector_meta_detail::Xxh3;
+
 namespace {
 
 constexpr hsize_t kRowChunk = 65536;
 constexpr const char* kRowsXxh3 = "rows_xxh3";
 constexpr const char* kSlidesXxh3 = "slides_xxh3";
 constexpr std::array<const char*, 4> kRowColumns = {"patch_id", "slide", "coords", "tissue"};
-
-struct Xxh3Free {
-  void operator()(XXH3_state_t* s) const noexcept { XXH3_freeState(s); }
-};
-using Xxh3 = std::unique_ptr<XXH3_state_t, Xxh3Free>;
 
 Xxh3 new_state() {
   Xxh3 s(XXH3_createState());

@@ -1,1 +1,0 @@
-// The translation unit that compiles the precompiled headers of cmake/TesseraPch.cmake.
