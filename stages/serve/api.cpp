@@ -1,6 +1,7 @@
 #include "stages/serve/api.h"
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -51,13 +52,17 @@ std::string content_type(const std::string& path) {
   return "application/octet-stream";
 }
 
-// A whole decimal number (no sign unless `negative`), or nullopt.
+// A whole decimal number of a request's path (digits only, within int64_t), or nullopt: every
+// number taken from a path goes through here.
 std::optional<int64_t> parse_id(const std::string& text) {
   if (text.empty() || text.size() > 19) return std::nullopt;
   if (!std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
     return std::nullopt;
   }
-  return std::stoll(text);
+  int64_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
 }
 
 std::string base64_decode(const std::string& text) {
@@ -129,6 +134,20 @@ bool constant_time_equal(const std::string& a, const std::string& b) {
     diff |= x ^ y;
   }
   return diff == 0;
+}
+
+std::optional<std::string> cookie_value(const std::string& header, const std::string& name) {
+  size_t at = 0;
+  while (at <= header.size()) {
+    const size_t end = std::min(header.find(';', at), header.size());
+    const std::string_view pair(header.data() + at, end - at);
+    const size_t eq = pair.find('=');
+    if (eq != std::string_view::npos && trim(pair.substr(0, eq)) == name) {
+      return trim(pair.substr(eq + 1));
+    }
+    at = end + 1;
+  }
+  return std::nullopt;
 }
 
 QuerySpec parse_query(const std::string& body, const Limits& limits) {
@@ -243,18 +262,8 @@ bool Api::authorized(const Request& request) const {
     return true;
   }
   // The page's own requests (tiles, thumbnails) carry the token as a cookie.
-  const std::string key = "tessera_token=";
-  size_t at = 0;
-  while ((at = request.cookie.find(key, at)) != std::string::npos) {
-    const size_t start = at + key.size();
-    const size_t end = request.cookie.find(';', start);
-    if (constant_time_equal(request.cookie.substr(start, end == std::string::npos ? end : end - start),
-                            token_)) {
-      return true;
-    }
-    at = start;
-  }
-  return false;
+  const std::optional<std::string> cookie = cookie_value(request.cookie, "tessera_token");
+  return cookie && constant_time_equal(*cookie, token_);
 }
 
 Response Api::handle(const Request& request) {

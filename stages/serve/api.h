@@ -23,6 +23,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -107,6 +108,10 @@ VoteSpec parse_vote(const std::string& body, const Limits& limits);
 
 // Compares in time independent of where the strings differ.
 bool constant_time_equal(const std::string& a, const std::string& b);
+
+// The value of the first cookie named exactly `name` in a Cookie header ("a=1; b=2": pairs split
+// at ';', blanks around names and values ignored), or nullopt when there is none.
+std::optional<std::string> cookie_value(const std::string& header, const std::string& name);
 
 class Api {
  public:

@@ -139,5 +139,18 @@ TEST(ServeApi, TokensCompareWhole) {
   EXPECT_TRUE(constant_time_equal("", ""));
 }
 
+// Cookies are matched by their whole name (issue 30: "xtessera_token" passed for the token's).
+TEST(ServeApi, CookiesAreFoundByTheirExactName) {
+  EXPECT_EQ(cookie_value("tessera_token=abc", "tessera_token"), "abc");
+  EXPECT_EQ(cookie_value("a=1; tessera_token=abc; b=2", "tessera_token"), "abc");
+  EXPECT_EQ(cookie_value("a=1;tessera_token= abc ", "tessera_token"), "abc");
+  EXPECT_EQ(cookie_value("tessera_token=; tessera_token=abc", "tessera_token"), "");
+  EXPECT_EQ(cookie_value("xtessera_token=abc", "tessera_token"), std::nullopt);
+  EXPECT_EQ(cookie_value("tessera_token_x=abc; x=tessera_token=abc", "tessera_token"),
+            std::nullopt);
+  EXPECT_EQ(cookie_value("", "tessera_token"), std::nullopt);
+  EXPECT_EQ(cookie_value("tessera_token", "tessera_token"), std::nullopt);
+}
+
 }  // namespace
 }  // namespace tessera::serve

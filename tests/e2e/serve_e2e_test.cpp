@@ -235,12 +235,13 @@ class InProcess {
     rounds_.join();
   }
   serve::Response get(const std::string& path, const std::multimap<std::string, std::string>& params = {},
-                      const std::string& auth = "") {
+                      const std::string& auth = "", const std::string& cookie = "") {
     serve::Request r;
     r.method = "GET";
     r.path = path;
     r.params = params;
     r.authorization = auth;
+    r.cookie = cookie;
     return api_->handle(r);
   }
   serve::Response post(const std::string& path, const std::string& body, const std::string& auth = "") {
@@ -390,6 +391,11 @@ TEST(ServeE2E, BadRequestsGetA4xxAndTheServiceGoesOn) {
       {"GET", "/api/v1/slides/a_files/12/0_0.jpeg", "", 404},
       {"GET", "/api/v1/slides/a_files/11/99_0.jpeg", "", 404},
       {"GET", "/api/v1/slides/a_files/x/0_0.jpeg", "", 400},
+      // Numbers in a path beyond int64_t (issue 30: a 500 from std::stoll).
+      {"GET", "/api/v1/patches/9999999999999999999.jpeg", "", 400},
+      {"GET", "/api/v1/slides/a_files/11/9999999999999999999_0.jpeg", "", 400},
+      {"GET", "/api/v1/slides/a_files/9999999999999999999/0_0.jpeg", "", 400},
+      {"GET", "/api/v1/slides/a_files/11/0_9223372036854775807.jpeg", "", 404},
       {"GET", "/api/v1/slides/nosuch/thumbnail.jpeg", "", 404},
       {"GET", "/api/v1/nosuch", "", 404},
       {"GET", "/../../etc/passwd", "", 404},
@@ -515,6 +521,9 @@ TEST(ServeE2E, ATokenIsRequiredWhenGiven) {
   EXPECT_EQ(s.get("/api/v1/info", {}, "Bearer " + token + "x").status, 401);
   EXPECT_EQ(s.get("/api/v1/info", {}, token).status, 401);
   EXPECT_EQ(s.get("/api/v1/info", {}, "Bearer " + token).status, 200);
+  EXPECT_EQ(s.get("/api/v1/info", {}, "", "theme=dark; tessera_token=" + token).status, 200);
+  EXPECT_EQ(s.get("/api/v1/info", {}, "", "xtessera_token=" + token).status, 401);
+  EXPECT_EQ(s.get("/api/v1/info", {}, "", "tessera_token=" + token + "x").status, 401);
   EXPECT_EQ(s.get("/healthz").status, 200);
 }
 
