@@ -13,6 +13,7 @@
 
 #include "common/core/error.h"
 #include "common/core/strings.h"
+#include "common/core/utf8.h"
 #include "common/core/version.h"
 #include "common/slide/slide.h"
 #include "common/store/store.h"
@@ -120,8 +121,9 @@ std::string Request::param(const std::string& name) const {
 }
 
 Response error_response(int status, const std::string& message) {
+  // A message may quote bytes of the request: escaped, or the JSON writer would throw.
   return {status, "application/json",
-          json{{"error", {{"code", status}, {"message", message}}}}.dump(), {}};
+          json{{"error", {{"code", status}, {"message", utf8_escaped(message)}}}}.dump(), {}};
 }
 
 bool constant_time_equal(const std::string& a, const std::string& b) {
@@ -151,13 +153,7 @@ std::optional<std::string> cookie_value(const std::string& header, const std::st
 }
 
 QuerySpec parse_query(const std::string& body, const Limits& limits) {
-  json j;
-  try {
-    j = json::parse(body);
-  } catch (const json::exception& e) {
-    fail<InvalidInput>("the body is not JSON: {}", e.what());
-  }
-  if (!j.is_object()) fail<InvalidInput>("the body must be a JSON object");
+  const json j = parse_body(body);
   QuerySpec q;
   int sources = 0;
   if (j.contains("patch_id")) {
@@ -576,13 +572,8 @@ Response Api::search(const Front& front, const Request& request) {
 }
 
 Response Api::heatmap(const Front& front, const Request& request) {
-  json body;
-  try {
-    body = json::parse(request.body);
-  } catch (const json::exception& e) {
-    fail<InvalidInput>("the body is not JSON: {}", e.what());
-  }
-  if (!body.is_object() || !body.contains("target") || !body["target"].is_string()) {
+  json body = parse_body(request.body);
+  if (!body.contains("target") || !body["target"].is_string()) {
     fail<InvalidInput>("give 'target': the slide to score, and a query as for search");
   }
   const std::string target = body["target"].get<std::string>();

@@ -55,6 +55,12 @@ TEST(ServeApi, RefusesBadQueriesNamingTheField) {
   refused(R"({"patch_id": 1, "k": 2.5})", "'k'");
   refused(R"({"vector": []})", "empty");
   refused(R"({"vector": [1, "a"]})", "'vector'");
+  // Issue 30: what is not the documented schema, and nesting that would recurse unbounded.
+  refused(R"({"vector": [true, 1]})", "'vector'");
+  refused(R"({"vector": 1})", "'vector'");
+  refused(std::string(R"({"patch_id": 1})") + '\0', "NUL byte");
+  refused(R"({"patch_id": 1, "pad": )" + std::string(100000, '[') + std::string(100000, ']') + "}",
+          "deeper than 32");
   refused(R"({"image": "not base64!"})", "base64");
   refused(R"({"patch_id": 1, "exclude_same_slide": "yes"})", "'exclude_same_slide'");
   refused(R"({"patch_id": 1, "nprobe": -1})", "'nprobe'");
@@ -129,6 +135,9 @@ TEST(ServeApi, ErrorsHaveTheJsonBody) {
   const auto j = nlohmann::json::parse(r.body);
   EXPECT_EQ(j.at("error").at("code"), 404);
   EXPECT_EQ(j.at("error").at("message"), "unknown slide 'x'");
+  // A message quoting bytes of a request that are not UTF-8 is still a JSON body (issue 30).
+  const Response bad = error_response(400, "unknown slide '\xff\xfe'");
+  EXPECT_EQ(nlohmann::json::parse(bad.body).at("error").at("message"), "unknown slide '\\xff\\xfe'");
 }
 
 TEST(ServeApi, TokensCompareWhole) {

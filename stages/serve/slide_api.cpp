@@ -21,17 +21,6 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-json parse_object(const std::string& body) {
-  json j;
-  try {
-    j = json::parse(body);
-  } catch (const json::exception& e) {
-    fail<InvalidInput>("the body is not JSON: {}", e.what());
-  }
-  if (!j.is_object()) fail<InvalidInput>("the body must be a JSON object");
-  return j;
-}
-
 int parse_k(const json& j, const Limits& limits) {
   if (!j.contains("k")) return 10;
   const int64_t k = field<int64_t>(j, "k", "an integer");
@@ -54,7 +43,7 @@ double elapsed_ms(Clock::time_point start) {
 }  // namespace
 
 SimilarSpec parse_similar(const std::string& body, const char* id_field, const Limits& limits) {
-  const json j = parse_object(body);
+  const json j = parse_body(body);
   SimilarSpec s;
   s.id = parse_id_field(j, id_field);
   s.k = parse_k(j, limits);
@@ -68,7 +57,7 @@ SimilarSpec parse_similar(const std::string& body, const char* id_field, const L
 }
 
 VoteSpec parse_vote(const std::string& body, const Limits& limits) {
-  const json j = parse_object(body);
+  const json j = parse_body(body);
   VoteSpec v;
   v.slide_id = parse_id_field(j, "slide_id");
   v.k = parse_k(j, limits);

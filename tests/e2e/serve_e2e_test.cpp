@@ -382,6 +382,13 @@ TEST(ServeE2E, BadRequestsGetA4xxAndTheServiceGoesOn) {
       {"POST", "/api/v1/search", json{{"image", "aGVsbG8="}}.dump(), serve::image_search_available() ? 400 : 501},
       {"POST", "/api/v1/heatmap", json{{"target", "../../etc/passwd"}, {"patch_id", patch}}.dump(), 404},
       {"POST", "/api/v1/heatmap", json{{"patch_id", patch}}.dump(), 400},
+      // Issue 30: nesting 100,000 deep (serve crashed re-serialising it), a trailing NUL,
+      // booleans as numbers, and bytes that are not UTF-8 echoed in the error.
+      {"POST", "/api/v1/heatmap", "{\"target\": \"a\", \"patch_id\": 0, \"pad\": " +
+           std::string(100000, '[') + std::string(100000, ']') + "}", 400},
+      {"POST", "/api/v1/search", json{{"patch_id", patch}}.dump() + std::string(1, '\0'), 400},
+      {"POST", "/api/v1/search", "{\"vector\": [true, false, true]}", 400},
+      {"POST", "/api/v1/similar-slides", "{\"slide_id\": \"\xff\"}", 400},
       {"GET", "/api/v1/search", "", 405},
       {"GET", "/api/v1/patches/../../etc/passwd.jpeg", "", 400},
       {"GET", "/api/v1/patches/-1.jpeg", "", 400},
