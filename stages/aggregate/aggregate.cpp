@@ -41,10 +41,13 @@ struct Plan {
 
 class AggregateWork final : public StageWork {
  public:
-  AggregateWork(const Config& config, const Plan& plan) : config_(config), plan_(plan) {}
+  // `encoder`: rank 0's slide encoder, loaded before the stage folder was made; the other ranks
+  // load theirs in setup().
+  AggregateWork(const Config& config, const Plan& plan, std::optional<SlideEncoder> encoder)
+      : config_(config), plan_(plan), encoder_(std::move(encoder)) {}
 
   std::optional<int> setup(Comm& comm, StageAction) override {
-    if (!config_.slide_encoder.empty()) {
+    if (!config_.slide_encoder.empty() && !encoder_) {
       encoder_.emplace(SlideEncoder::load(config_.slide_encoder, config_.device));
     }
     if (comm.rank() == 0) {
@@ -309,7 +312,13 @@ int run(const Config& config, Comm& comm) {
     }) + "\nlibtorch = " + SlideEncoder::torch_version() + "\n";
   }
   const std::string fingerprint = sha256_hex(fingerprint_text);
-  AggregateWork work(config, plan);
+  // A slide encoder that cannot be loaded is bad input, refused on every rank before the stage
+  // folder, its lock or run.json exist (issue 30: a refused run left a folder status listed).
+  std::optional<SlideEncoder> encoder;
+  if (!config.slide_encoder.empty()) {
+    done_by_root(comm, [&] { encoder.emplace(SlideEncoder::load(config.slide_encoder, config.device)); });
+  }
+  AggregateWork work(config, plan, std::move(encoder));
   std::vector<std::string> inputs = part_dirs;
   for (const auto& info : infos) inputs.push_back(info.stage_dir);
   StageRun run{kAggregateStage, plan.dir, config.config_ini, fingerprint, config.stage,

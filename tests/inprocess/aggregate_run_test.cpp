@@ -1,6 +1,7 @@
 // aggregate::run at R = 1..3 ranks as threads over one embed output: the same cohort file and the
 // same per-slide files whatever R, at slide and patient level, and failures that end every rank
 // alike.
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
@@ -145,6 +146,20 @@ TEST_F(AggregateRun, ADamagedInputEndsEveryRankAndNothingIsComplete) {
     for (const auto& o : outcomes) EXPECT_NE(o.exit_code, 0) << describe(outcomes);
     EXPECT_NE(describe(outcomes).find("b.h5"), std::string::npos) << describe(outcomes);
     EXPECT_FALSE(fs::exists(output(run, name) + "/_SUCCESS")) << name;
+  }
+}
+
+// A slide encoder that is not a TorchScript module is bad input on every rank, and nothing of the
+// output is made: no folder that tessera-status would list as incomplete (issue 30).
+TEST_F(AggregateRun, AnUnloadableSlideEncoderIsBadInputAndWritesNothing) {
+  const std::string not_a_model = *dir_ / "not-a-model.pt";
+  std::ofstream(not_a_model) << "root:x:0:0:root:/root:/bin/bash\n";
+  for (int ranks = 1; ranks <= 3; ++ranks) {
+    const std::string name = fmt::format("encoder-r{}", ranks);
+    const auto outcomes = run_stage_ranks(
+        ranks, aggregate::run, config(run_dir(), name, {"--slide-encoder", not_a_model}));
+    expect_job_failed<InvalidInput>(outcomes, kExitBadInput, not_a_model);
+    EXPECT_FALSE(fs::exists(output(run_dir(), name))) << name;
   }
 }
 
