@@ -8,9 +8,10 @@ set(TESSERA_MPIEXEC_FLAGS --oversubscribe --allow-run-as-root --mca btl self,vad
     --mca odls_base_sigkill_timeout 0
     CACHE STRING "Extra flags for mpirun in tests")
 
-# The tests' own code is compiled with TESSERA_TEST_OPTIMIZATION (-O1), the code they test with the
-# build type's flags: -O2 buys a test program nothing and costs a third more compile time.
-set(TESSERA_TEST_OPTIMIZATION -O1 CACHE STRING "Optimisation of test programs' own sources")
+# The tests' own code is compiled with TESSERA_TEST_OPTIMIZATION (-O0 -g0), the code they test with
+# the build type's flags: optimising or describing a test program's own code buys nothing (its
+# failures are named by GoogleTest) and costs a third more compile time.
+set(TESSERA_TEST_OPTIMIZATION -O0 -g0 CACHE STRING "Optimisation of test programs' own sources")
 
 # tessera_test_target(TARGET): compiles TARGET, a test program or test-only library, as above.
 function(tessera_test_target target)

@@ -2,8 +2,8 @@
 
 #include <cstdio>
 
-#include <torch/serialize.h>
-#include <torch/torch.h>
+#include <ATen/ops/from_blob.h>
+#include <torch/csrc/jit/serialization/pickle.h>
 
 #include "common/core/error.h"
 #include "common/core/fs.h"
@@ -17,11 +17,10 @@ void write_pt_tensor(const std::string& path, const std::vector<float>& values, 
   }
   // from_blob does not copy; pickle_save serialises the storage into its own buffer. A const_cast
   // is safe: the tensor is only read.
-  const torch::Tensor t =
-      torch::from_blob(const_cast<float*>(values.data()), {rows, dim}, torch::kFloat32);
-  // torch::pickle_save writes torch.save's zip format (torch.load reads it); torch::save writes
+  const at::Tensor t = at::from_blob(const_cast<float*>(values.data()), {rows, dim}, at::kFloat);
+  // torch::jit::pickle_save writes torch.save's zip format (torch.load reads it); torch::save writes
   // a TorchScript archive that torch.load does not.
-  const std::vector<char> bytes = torch::pickle_save(t);
+  const std::vector<char> bytes = torch::jit::pickle_save(t);
   const std::string tmp = path + ".tmp";
   std::FILE* f = std::fopen(tmp.c_str(), "wb");
   if (f == nullptr) fail<IoError>("cannot create '{}'", tmp);
