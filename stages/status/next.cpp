@@ -101,6 +101,31 @@ void set_vector_index_next(StageStatus& index) {
   }
 }
 
+void require_slide_vectors(std::vector<StageStatus>& rows) {
+  for (auto& index : rows) {
+    if (!is_vector_index(index) || index.next.empty()) continue;
+    const auto source = std::find_if(rows.begin(), rows.end(), [&](const StageStatus& s) {
+      return s.stage == kSlideVectorStage && !index.tag.empty() && s.name == index.tag;
+    });
+    if (source != rows.end() && (source->state == State::kComplete || !source->next.empty())) {
+      continue;
+    }
+    index.next.clear();
+    if (index.tag.empty()) {
+      index.problem = "run.json names no aggregate output (--slides) to index: rerun ingest "
+                      "--level with --slides and --overwrite";
+    } else if (source == rows.end()) {
+      index.problem = fmt::format("its aggregate output '{}' is missing: run aggregate --name {} "
+                                  "first",
+                                  index.tag, shell_word(index.tag));
+    } else {
+      index.problem = fmt::format("its aggregate output '{}' is {}{}{}", index.tag,
+                                  to_string(source->state), source->problem.empty() ? "" : ": ",
+                                  source->problem);
+    }
+  }
+}
+
 std::optional<StageStatus> due_generation(const std::string& root, const std::string& name,
                                           const std::string& tag,
                                           const std::vector<StageStatus>& generations,

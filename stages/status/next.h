@@ -52,6 +52,12 @@ void set_generation_next(std::vector<StageStatus>& generations, const std::strin
 // directory complete).
 void set_vector_index_next(StageStatus& index);
 
+// Keeps the `next` of a slide- or patient-level index only where the aggregate output it reads
+// (its tag) is complete, or is itself rerun by an earlier `next` (chain order); otherwise the
+// command would fail as printed, so it is dropped and `problem` says what is missing. `rows`: every
+// row of the run.
+void require_slide_vectors(std::vector<StageStatus>& rows);
+
 // The embed output of a tag as ingest suggestions need it.
 struct EmbedTag {
   std::string tag;

@@ -216,7 +216,10 @@ RunStatus scan_run(const std::string& run) {
       if (decl.kind == DirKind::kNamedGenerations) {
         scan_ingest(status.run, name, tags, status.stages);
         for (size_t i = first; i < status.stages.size(); ++i) {
-          (is_vector_index(status.stages[i]) ? indexed : ingested).insert(status.stages[i].tag);
+          const StageStatus& row = status.stages[i];
+          (is_vector_index(row) ? indexed : ingested).insert(row.tag);
+          // An index folder of that name, whatever its state, is not suggested again.
+          if (is_vector_index(row)) indexed.insert(row.name);
         }
         continue;
       }
@@ -225,6 +228,7 @@ RunStatus scan_run(const std::string& run) {
     }
   }
 
+  require_slide_vectors(status.stages);
   for (auto& s : status.stages) {
     if (s.next.empty()) continue;
     // config.ini keeps --run (patchgen's --out) as it was given, perhaps relative to where the

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -29,6 +30,16 @@ bool exists(const std::string& path) {
 // end - start in seconds, to the millisecond the times are written with.
 double seconds_between(double start, double end) {
   return std::max(0.0, std::round((end - start) * 1000.0) / 1000.0);
+}
+
+// The names of the entries of `dir`; empty when it cannot be listed (a missing markers/ folder).
+std::set<std::string> entry_names(const std::string& dir) {
+  std::set<std::string> names;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    names.insert(it->path().filename().string());
+  }
+  return names;
 }
 
 std::vector<int> all_ranks(int world_size) {
@@ -86,6 +97,16 @@ void read_stage_dir(StageStatus& s) {
   }
   s.world_size = json_get<int>(run_json, "world_size");
   if (!s.world_size) s.world_size = json_get<int>(success, "world_size");
+  if (s.world_size && (*s.world_size < 1 || *s.world_size > kMaxWorldSize)) {
+    // Not a rank count any job had: the file is damaged, and nothing is derived from the number.
+    if (s.problem.empty()) {
+      s.problem = fmt::format("world_size {} in {} is not a rank count (1..{})", *s.world_size,
+                              run_json ? "run.json" : "_SUCCESS", kMaxWorldSize);
+    }
+    s.world_size.reset();
+    run_json.reset();
+    success.reset();
+  }
   if (stage_decl(s.stage).kind != DirKind::kParts && s.tag.empty()) {
     s.tag = json_get<std::string>(run_json, "tag").value_or("");
     if (s.tag.empty()) s.tag = json_get<std::string>(run_json, "slides").value_or("");
@@ -93,7 +114,8 @@ void read_stage_dir(StageStatus& s) {
   if (s.level.empty()) s.level = json_get<std::string>(run_json, "level").value_or("");
   s.progress = last_progress(join_path(s.dir, "progress.jsonl"));
 
-  // A run.json that exists but cannot be read: nothing here can be resumed or trusted.
+  // A run.json that exists but cannot be read (or holds no rank count): nothing here can be
+  // resumed or trusted.
   const bool run_damaged = !run_json && exists(join_path(s.dir, "run.json"));
   s.run_json_damaged = run_damaged;
   if (stale) {
@@ -144,9 +166,15 @@ void read_stage_dir(StageStatus& s) {
         json_get<std::string>(run_json, "config_fingerprint").value_or("");
     std::optional<double> first, last;
     int64_t rows = 0;
+    // Only the markers on disk are read: one directory listing, not a probe per rank.
+    const std::set<std::string> on_disk = entry_names(join_path(s.dir, "markers"));
     for (int r = 0; r < world; ++r) {
-      MarkerCheck check = check_marker(marker_path(s.dir, r), s.dir, fingerprint, world,
-                                       VerifyLevel::kCheap);
+      const std::string path = marker_path(s.dir, r);
+      if (!on_disk.count(fs::path(path).filename().string())) {
+        s.ranks_missing.push_back(r);
+        continue;
+      }
+      MarkerCheck check = check_marker(path, s.dir, fingerprint, world, VerifyLevel::kCheap);
       if (!check.valid) {
         s.ranks_missing.push_back(r);
         continue;

@@ -17,6 +17,10 @@ namespace tessera::status {
 // such run directory or bad options; 1: an error reading it).
 inline constexpr int kExitNotComplete = 4;
 
+// The largest world size a run.json or _SUCCESS may name; a larger one (or one below 1) marks the
+// file damaged, so that a corrupt number costs nothing to scan or print.
+inline constexpr int kMaxWorldSize = 1 << 20;
+
 enum class State {
   kComplete,              // _SUCCESS with exit code 0
   kCompleteWithFailures,  // _SUCCESS with another exit code (3: failed slides, no patches)

@@ -15,105 +15,14 @@
 #include "common/core/fs.h"
 #include "common/stage/layout.h"
 #include "common/stage/marker.h"
+#include "stages/status/status_test_fixture.h"
 
 namespace tessera::status {
 namespace {
 
 namespace fs = std::filesystem;
+using test_support::StatusTest;
 
-constexpr const char* kFingerprint = "f00d";
-
-// Builds fake run directories: the files tessera-status reads, with the fields it reads.
-class StatusTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    run_ = fs::temp_directory_path() /
-           fmt::format("tessera_status_test_{}_{}", ::getpid(),
-                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(run_);
-    fs::create_directories(run_);
-  }
-  void TearDown() override { fs::remove_all(run_); }
-
-  std::string dir(const std::string& relative) const { return (run_ / relative).string(); }
-
-  // RUN/<aggregate's folder>/<name>, relative to the run, as the layout places it.
-  std::string aggregate(const std::string& name) const {
-    return fs::path(RunLayout(run_.string()).stage_root("aggregate", name))
-        .lexically_relative(RunLayout(run_.string()).run())
-        .string();
-  }
-
-  static void write(const std::string& path, const std::string& text) {
-    fs::create_directories(fs::path(path).parent_path());
-    std::ofstream(path) << text;
-  }
-
-  // run.json and config.ini of a started stage directory.
-  void start(const std::string& relative, const std::string& stage, int world_size,
-             nlohmann::json extra = nlohmann::json::object()) {
-    nlohmann::json run = {{"stage", stage}, {"config_fingerprint", kFingerprint},
-                          {"world_size", world_size}, {"created", "2026-11-30T10:00:00.000Z"}};
-    run.update(extra);
-    write(dir(relative) + "/run.json", run.dump());
-    write(dir(relative) + "/config.ini", "x = 1\n");
-  }
-
-  // A valid marker of `rank`, with one sealed output file.
-  void marker(const std::string& relative, int rank, int world_size, int64_t rows,
-              const std::string& start_time = "2026-11-30T10:00:00.000Z",
-              const std::string& end_time = "2026-11-30T10:00:10.000Z") {
-    const std::string shard = "shards/" + rank_file_name(rank, ".h5");
-    write(dir(relative) + "/" + shard, std::string(1000 + rank, 'x'));
-    nlohmann::json m = marker_base("patchgen", rank, world_size, kFingerprint);
-    m["outputs"] = {seal_output(dir(relative), shard).to_json()};
-    m["rows"] = rows;
-    m["start_time"] = start_time;
-    m["end_time"] = end_time;
-    write(dir(relative) + "/markers/" + rank_file_name(rank, ".json"), m.dump());
-  }
-
-  void success(const std::string& relative, const std::string& stage, int world_size,
-               nlohmann::json extra = nlohmann::json::object()) {
-    nlohmann::json s = {{"stage", stage},
-                        {"status", "completed"},
-                        {"exit_code", 0},
-                        {"world_size", world_size},
-                        {"config_fingerprint", kFingerprint},
-                        {"start_time", "2026-11-30T10:00:00.000Z"},
-                        {"end_time", "2026-11-30T11:02:03.500Z"}};
-    s.update(extra);
-    write(dir(relative) + "/_SUCCESS", s.dump());
-  }
-
-  void complete(const std::string& relative, const std::string& stage, int world_size,
-                nlohmann::json extra = nlohmann::json::object()) {
-    start(relative, stage, world_size);
-    success(relative, stage, world_size, std::move(extra));
-  }
-
-  RunStatus scan() const { return scan_run(run_.string()); }
-
-  static const StageStatus& find(const RunStatus& s, const std::string& stage, int part,
-                                 const std::string& name = "") {
-    for (const auto& row : s.stages) {
-      const std::string& n = stage == "embed" ? row.tag : row.name;
-      if (row.stage == stage && row.part == part && (name.empty() || n == name)) return row;
-    }
-    ADD_FAILURE() << "no row " << stage << " " << name << " " << part;
-    static StageStatus none;
-    return none;
-  }
-
-  int main(const std::vector<std::string>& args, std::string* out = nullptr) {
-    std::ostringstream o, e;
-    int code = status_main(args, o, e);
-    if (out) *out = o.str();
-    return code;
-  }
-
-  fs::path run_;
-};
 
 TEST(StatusFormat, Ranks) {
   EXPECT_EQ(format_ranks({}), "-");
@@ -424,51 +333,6 @@ TEST_F(StatusTest, BadRunDirectoriesAndOptions) {
   EXPECT_EQ(out, "");
 }
 
-TEST_F(StatusTest, DamagedJsonIsAProblemNotACrash) {
-  start("patchgen", "patchgen", 1);
-  write(dir("patchgen/_SUCCESS"), "{not json");
-  RunStatus s = scan();
-  const StageStatus& p = s.stages.at(0);
-  EXPECT_EQ(p.state, State::kIncomplete);
-  EXPECT_NE(p.problem.find("_SUCCESS"), std::string::npos) << p.problem;
-  EXPECT_NE(format_table(s).find(p.problem), std::string::npos);
-}
-
-// Issue 21, case 15: one non-UTF-8 byte in _SUCCESS, catalog.json or run.json; --json still prints
-// valid JSON, naming the damaged file.
-TEST_F(StatusTest, JsonIsValidAndNamesTheDamageWithNonUtf8Bytes) {
-  for (const char* file : {"_SUCCESS", "catalog.json", "run.json"}) {
-    SCOPED_TRACE(file);
-    fs::remove_all(run_);
-    complete("embed/t", "embed", 1, {{"patches", 5}});
-    start("ingest/t/gen-00000", "ingest", 1, {{"tag", "t"}, {"name", "t"}});
-    success("ingest/t/gen-00000", "ingest", 1, {{"rows", 5}});
-    write(dir("ingest/t/catalog.json"), R"({"tag": "t", "parts_in": [0], "generations": [{"generation": 0}]})");
-    const std::string damaged = std::string(file) == "catalog.json"
-                                    ? dir("ingest/t/catalog.json")
-                                    : dir("ingest/t/gen-00000/") + file;
-    write(damaged, "{\"stage\": \"br\xe9" "ast\"}");
-    std::string out;
-    EXPECT_EQ(main({run_.string(), "--json"}, &out), kExitNotComplete);
-    nlohmann::json j;
-    ASSERT_NO_THROW(j = nlohmann::json::parse(out)) << out;
-    const auto& g0 = j["stages"][1];
-    EXPECT_EQ(g0["stage"], "ingest");
-    EXPECT_NE(g0["state"], "complete");
-    ASSERT_TRUE(g0["problem"].is_string()) << g0.dump();
-    const std::string problem = g0["problem"];
-    EXPECT_NE(problem.find(damaged), std::string::npos) << problem;
-    EXPECT_NE(problem.find("\\xe9"), std::string::npos) << problem;
-    EXPECT_FALSE(j["complete"].get<bool>());
-  }
-  // A folder name that is not UTF-8 is shown, not a failure.
-  fs::remove_all(run_);
-  complete("embed/t\xff", "embed", 1, {{"patches", 5}});
-  std::string out;
-  EXPECT_EQ(main({run_.string(), "--json"}, &out), 0);
-  EXPECT_NO_THROW(nlohmann::json::parse(out)) << out;
-}
-
 // Issue 21, case 12: a deleted catalog.json leaves the index unusable: not complete, and the next
 // command reruns ingest.
 TEST_F(StatusTest, IngestWithoutItsCatalogIsNotComplete) {
@@ -525,6 +389,8 @@ TEST_F(StatusTest, PathsWithSpacesAreQuotedInCommands) {
 namespace tessera::status {
 namespace {
 
+using test_support::StatusTest;
+
 TEST_F(StatusTest, RunningServicesAreListedAndStaleRegistrationsIgnored) {
   complete("patchgen", "patchgen", 1, {{"patches", 5}});
   char host[256] = {};
@@ -548,6 +414,8 @@ TEST_F(StatusTest, RunningServicesAreListedAndStaleRegistrationsIgnored) {
 
 namespace tessera::status {
 namespace {
+
+using test_support::StatusTest;
 
 // Issue 19: aggregate outputs and slide- or patient-level indexes are rows with their level; a
 // complete aggregate output that no index takes in gets an ingest --level suggestion.
