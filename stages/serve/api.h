@@ -125,6 +125,9 @@ class Api {
 
   // Answers one request. Thread-safe; never throws.
   Response handle(const Request& request);
+  // Counts an answer the HTTP layer gave itself (a refused head or body: route "edge"), so that
+  // every answer is in /metrics. Thread-safe.
+  void count_edge_answer(int status) { metrics_.request("edge", status, 0.0); }
 
   // Swaps in a new generation; requests already running finish with the one they started with.
   void set_front(std::shared_ptr<const Front> front);

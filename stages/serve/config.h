@@ -17,6 +17,8 @@ struct Limits {
   int max_batch = 256;                     // searches gathered into one collective round
   double request_timeout_s = 30;           // a search waits at most this long for its round
   int64_t max_heatmap_patches = 2000000;   // patches of one slide scored by a heatmap
+  double header_timeout_s = 10;            // a request's head, from its first byte
+  int max_connections = 1000;              // open at once; beyond, the longest waiting is dropped
 };
 
 struct Config {

@@ -37,6 +37,9 @@ TEST(ServeConfig, OutOfRangeValuesAreRefused) {
   EXPECT_THROW(parse({"--index", "x", "--max-k", "0"}), InvalidInput);
   EXPECT_THROW(parse({"--index", "x", "--http-threads", "0"}), InvalidInput);
   EXPECT_THROW(parse({"--index", "x", "--tick-ms", "-1"}), InvalidInput);
+  EXPECT_THROW(parse({"--index", "x", "--header-timeout", "0"}), InvalidInput);
+  EXPECT_THROW(parse({"--index", "x", "--max-connections", "0"}), InvalidInput);
+  EXPECT_EQ(parse({"--index", "x", "--header-timeout", "2.5"}).limits.header_timeout_s, 2.5);
 }
 
 TEST(ServeConfig, LoopbackAddresses) {

@@ -1,10 +1,10 @@
-// The HTTP layer of serve: cpp-httplib's server, a pool of threads, moving bytes between sockets
-// and Api::handle (docs/architecture.md says why this library). Only rank 0 runs one.
+// The HTTP layer of serve: the edge (http_edge.h) reads each request whole within the limits, a
+// pool of --http-threads workers hands it to cpp-httplib, which parses and routes it to Api::handle
+// and writes the answer (docs/architecture.md says why this library). Only rank 0 runs one.
 #pragma once
 
 #include <memory>
 #include <string>
-#include <thread>
 
 #include "stages/serve/api.h"
 
@@ -20,16 +20,16 @@ class HttpServer {
   HttpServer& operator=(const HttpServer&) = delete;
 
   int port() const { return port_; }
-  // Starts accepting on a thread of its own.
+  // Starts accepting on a thread of its own, and the workers.
   void start();
-  // Stops accepting and waits for the accepting thread. Safe to call twice.
+  // Stops accepting, finishes the requests being answered, closes every connection. Safe to call
+  // twice.
   void stop();
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
   int port_ = 0;
-  std::thread thread_;
 };
 
 }  // namespace tessera::serve
