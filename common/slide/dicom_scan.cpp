@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -67,8 +68,18 @@ class Walker {
       e.vr[1] = static_cast<char>(data_[pos + 5]);
       static const char* kLong[] = {"OB", "OD", "OF", "OL", "OV", "OW", "SQ",
                                     "SV", "UC", "UN", "UR", "UT", "UV"};
-      bool long_form = false;
+      static const char* kShort[] = {"AE", "AS", "AT", "CS", "DA", "DS", "DT", "FL", "FD",
+                                     "IS", "LO", "LT", "PN", "SH", "SL", "SS", "ST", "TM",
+                                     "UI", "UL", "US"};
+      bool long_form = false, known = false;
       for (const char* v : kLong) long_form = long_form || (v[0] == e.vr[0] && v[1] == e.vr[1]);
+      for (const char* v : kShort) known = known || (v[0] == e.vr[0] && v[1] == e.vr[1]);
+      // DCMTK reads an unknown VR its own way; a walk that read it otherwise would not bound
+      // DCMTK's parse.
+      if (!long_form && !known) {
+        throw Bad{fmt::format("element ({:04X},{:04X}) at byte {} has no valid VR", e.tag >> 16,
+                              e.tag & 0xFFFF, pos)};
+      }
       if (long_form) {
         e.length = u32(pos + 8);
         pos += 12;
@@ -81,28 +92,82 @@ class Walker {
     return e;
   }
 
-  // Skips the value of `e` (pos is at its start), walking undefined-length sequences and items.
-  void skip(const Element& e, bool implicit) {
-    if (e.length != kUndefined) {
+  // Whether DCMTK parses the value of `e` as a sequence of items: undefined length, VR SQ, or,
+  // in implicit VR where the VR is the dictionary's, a value that starts with an item.
+  bool is_sequence(const Element& e, bool implicit) const {
+    if (e.length == kUndefined) return true;
+    if (!implicit) return e.vr[0] == 'S' && e.vr[1] == 'Q';
+    return e.length >= 8 && u32(e.value) == 0xE000FFFEu;
+  }
+
+  // Skips the value of `e` (pos is at its start). A sequence's items are walked, iteratively:
+  // `depth` sequences enclose `e`, and one nested deeper than kMaxDicomNesting is refused.
+  void skip(const Element& e, bool implicit, int depth = 0) {
+    if (!is_sequence(e, implicit)) {
       need(pos, e.length);
       pos += e.length;
       return;
     }
-    // A sequence (or UN of undefined length, whose content is implicit VR) of items.
-    const bool inner_implicit = implicit || (e.vr[0] == 'U' && e.vr[1] == 'N');
-    for (;;) {
-      const Element item = header(true);
-      if (item.tag == kSequenceEnd) return;
-      if (item.tag != kItem) throw Bad{fmt::format("malformed sequence at byte {}", item.value - 8)};
-      if (item.length != kUndefined) {
-        need(pos, item.length);
-        pos += item.length;
+    struct Open {
+      bool item;        // an item, else a sequence
+      uint64_t end;     // of its value; kNoEnd for undefined length
+      bool implicit;    // encoding of the elements inside
+    };
+    constexpr uint64_t kNoEnd = UINT64_MAX;
+    std::vector<Open> open;
+    int sequences = depth;
+    auto enter = [&](const Element& seq, bool seq_implicit) {
+      if (++sequences > kMaxDicomNesting) {
+        throw Bad{fmt::format("sequences nested more than {} deep (at byte {})", kMaxDicomNesting,
+                              seq.value)};
+      }
+      uint64_t seq_end = kNoEnd;
+      if (seq.length != kUndefined) {
+        need(seq.value, seq.length);
+        seq_end = seq.value + seq.length;
+      }
+      // An undefined-length UN is a sequence in implicit VR (DICOM PS3.5 6.2.2).
+      open.push_back({false, seq_end, seq_implicit || (seq.vr[0] == 'U' && seq.vr[1] == 'N')});
+    };
+    enter(e, implicit);
+    while (!open.empty()) {
+      const Open top = open.back();
+      if (top.end != kNoEnd && pos >= top.end) {
+        if (pos > top.end) throw Bad{fmt::format("an element crosses the end of its item or "
+                                                 "sequence at byte {}", top.end)};
+        if (!top.item) --sequences;
+        open.pop_back();
         continue;
       }
-      for (;;) {
-        const Element inner = header(inner_implicit);
-        if (inner.tag == kItemEnd) break;
-        skip(inner, inner_implicit);
+      if (!top.item) {
+        const Element item = header(true);
+        if (item.tag == kSequenceEnd) {
+          --sequences;
+          open.pop_back();
+          continue;
+        }
+        if (item.tag != kItem) throw Bad{fmt::format("malformed sequence at byte {}", item.value - 8)};
+        uint64_t item_end = kNoEnd;
+        if (item.length != kUndefined) {
+          need(pos, item.length);
+          item_end = pos + item.length;
+          if (top.end != kNoEnd && item_end > top.end) {
+            throw Bad{fmt::format("an item crosses the end of its sequence at byte {}", top.end)};
+          }
+        }
+        open.push_back({true, item_end, top.implicit});
+        continue;
+      }
+      const Element inner = header(top.implicit);
+      if (inner.tag == kItemEnd) {
+        open.pop_back();
+        continue;
+      }
+      if (is_sequence(inner, top.implicit)) {
+        enter(inner, top.implicit);
+      } else {
+        need(pos, inner.length);
+        pos += inner.length;
       }
     }
   }
@@ -127,85 +192,112 @@ struct Fd {
   }
 };
 
-DicomFrames walk(const uint8_t* data, uint64_t size, int64_t frames, uint64_t frame_bytes) {
-  Walker w(data, size);
+// Walks the file meta information (explicit VR, group 0002) from byte 132; returns its Transfer
+// Syntax UID ("" without one) and leaves w.pos at the data set.
+std::string walk_meta(Walker& w, const uint8_t* data, uint64_t size) {
   w.need(0, 132);
   if (std::memcmp(data + 128, "DICM", 4) != 0) throw Bad{"no DICM preamble"};
   w.pos = 132;
-  // File meta information (group 0002, explicit VR), then the data set.
+  std::string transfer;
   while (w.pos + 2 <= size && w.u16(w.pos) == 0x0002) {
     const auto e = w.header(false);
-    w.skip(e, false);
-  }
-  for (;;) {
-    if (w.pos >= size) throw Bad{"no Pixel Data element"};
-    const auto e = w.header(false);
-    if (e.tag == kPixelData) {
-      DicomFrames out;
-      if (e.length != kUndefined) {
-        if (static_cast<uint64_t>(frames) * frame_bytes > e.length) {
-          throw Bad{fmt::format("native Pixel Data of {} bytes, not {} frames of {} bytes",
-                                e.length, frames, frame_bytes)};
-        }
-        w.need(e.value, static_cast<uint64_t>(frames) * frame_bytes);
-        for (int64_t f = 0; f < frames; ++f) {
-          out.offsets.push_back(e.value + static_cast<uint64_t>(f) * frame_bytes);
-          out.sizes.push_back(frame_bytes);
-        }
-        return out;
+    if (e.tag == 0x00020010u && e.length != kUndefined) {
+      w.need(e.value, e.length);
+      transfer.assign(reinterpret_cast<const char*>(data + e.value), e.length);
+      while (!transfer.empty() && (transfer.back() == '\0' || transfer.back() == ' ')) {
+        transfer.pop_back();
       }
-      out.encapsulated = true;
-      const auto table = w.header(true);
-      if (table.tag != kItem || table.length == kUndefined) throw Bad{"no Basic Offset Table item"};
-      w.need(w.pos, table.length);
-      std::vector<uint64_t> bot;
-      for (uint32_t i = 0; i + 4 <= table.length; i += 4) bot.push_back(w.u32(table.value + i));
-      w.pos += table.length;
-      const uint64_t first_item = w.pos;
-      std::vector<uint64_t> item_at, value_at, length;
-      for (;;) {
-        const auto item = w.header(true);
-        if (item.tag == kSequenceEnd) break;
-        if (item.tag != kItem || item.length == kUndefined) {
-          throw Bad{fmt::format("malformed Pixel Data fragment at byte {}", item.value - 8)};
-        }
-        w.need(item.value, item.length);
-        item_at.push_back(item.value - 8 - first_item);
-        value_at.push_back(item.value);
-        length.push_back(item.length);
-        w.pos += item.length;
-      }
-      if (static_cast<int64_t>(value_at.size()) == frames) {
-        out.offsets = value_at;
-        out.sizes = length;
-        return out;
-      }
-      if (static_cast<int64_t>(bot.size()) != frames) {
-        throw Bad{fmt::format("{} Pixel Data fragments for {} frames and no offset table to group "
-                              "them",
-                              value_at.size(), frames)};
-      }
-      // Frames through the offset table: each must be one fragment.
-      for (int64_t f = 0; f < frames; ++f) {
-        size_t k = 0;
-        while (k < item_at.size() && item_at[k] != bot[f]) ++k;
-        if (k == item_at.size()) throw Bad{fmt::format("offset table entry {} is no fragment", f)};
-        const uint64_t next = f + 1 < frames ? bot[f + 1] : UINT64_MAX;
-        if (k + 1 < item_at.size() && item_at[k + 1] < next) {
-          throw Bad{fmt::format("frame {} is split over several fragments (not supported)", f)};
-        }
-        out.offsets.push_back(value_at[k]);
-        out.sizes.push_back(length[k]);
-      }
-      return out;
     }
     w.skip(e, false);
   }
+  return transfer;
 }
 
-}  // namespace
+// Walks the data set from w.pos to its top-level Pixel Data; returns that element's header.
+Walker::Element walk_to_pixel_data(Walker& w, uint64_t size, bool implicit) {
+  for (;;) {
+    if (w.pos >= size) throw Bad{"no Pixel Data element"};
+    const auto e = w.header(implicit);
+    if (e.tag == kPixelData) return e;
+    w.skip(e, implicit);
+  }
+}
 
-DicomFrames locate_frames(const std::string& file, int64_t frames, uint64_t frame_bytes) {
+DicomFrames walk(const uint8_t* data, uint64_t size, int64_t frames, uint64_t frame_bytes) {
+  Walker w(data, size);
+  walk_meta(w, data, size);
+  // A frame takes at least a byte of the file: a larger count is not looked for.
+  if (frames <= 0 || static_cast<uint64_t>(frames) > size) {
+    throw Bad{fmt::format("{} frames claimed in a file of {} bytes", frames, size)};
+  }
+  const auto e = walk_to_pixel_data(w, size, false);
+  DicomFrames out;
+  if (e.length != kUndefined) {
+    // Divided, not multiplied: a count chosen so that frames x frame_bytes wraps to the
+    // real length must not pass.
+    if (frame_bytes == 0 || static_cast<uint64_t>(frames) > e.length / frame_bytes) {
+      throw Bad{fmt::format("native Pixel Data of {} bytes, not {} frames of {} bytes",
+                            e.length, frames, frame_bytes)};
+    }
+    w.need(e.value, static_cast<uint64_t>(frames) * frame_bytes);
+    for (int64_t f = 0; f < frames; ++f) {
+      out.offsets.push_back(e.value + static_cast<uint64_t>(f) * frame_bytes);
+      out.sizes.push_back(frame_bytes);
+    }
+    return out;
+  }
+  out.encapsulated = true;
+  const auto table = w.header(true);
+  if (table.tag != kItem || table.length == kUndefined) throw Bad{"no Basic Offset Table item"};
+  w.need(w.pos, table.length);
+  std::vector<uint64_t> bot;
+  for (uint32_t i = 0; i + 4 <= table.length; i += 4) bot.push_back(w.u32(table.value + i));
+  w.pos += table.length;
+  const uint64_t first_item = w.pos;
+  std::vector<uint64_t> item_at, value_at, length;
+  for (;;) {
+    const auto item = w.header(true);
+    if (item.tag == kSequenceEnd) break;
+    if (item.tag != kItem || item.length == kUndefined) {
+      throw Bad{fmt::format("malformed Pixel Data fragment at byte {}", item.value - 8)};
+    }
+    w.need(item.value, item.length);
+    item_at.push_back(item.value - 8 - first_item);
+    value_at.push_back(item.value);
+    length.push_back(item.length);
+    w.pos += item.length;
+  }
+  if (static_cast<int64_t>(value_at.size()) == frames) {
+    out.offsets = value_at;
+    out.sizes = length;
+    return out;
+  }
+  if (static_cast<int64_t>(bot.size()) != frames) {
+    throw Bad{fmt::format("{} Pixel Data fragments for {} frames and no offset table to group "
+                          "them",
+                          value_at.size(), frames)};
+  }
+  // Frames through the offset table: each must be one fragment.
+  for (int64_t f = 0; f < frames; ++f) {
+    // Fragments lie in file order: a binary search keeps a table of a million entries fast.
+    const size_t k = static_cast<size_t>(
+        std::lower_bound(item_at.begin(), item_at.end(), bot[f]) - item_at.begin());
+    if (k == item_at.size() || item_at[k] != bot[f]) {
+      throw Bad{fmt::format("offset table entry {} is no fragment", f)};
+    }
+    const uint64_t next = f + 1 < frames ? bot[f + 1] : UINT64_MAX;
+    if (k + 1 < item_at.size() && item_at[k + 1] < next) {
+      throw Bad{fmt::format("frame {} is split over several fragments (not supported)", f)};
+    }
+    out.offsets.push_back(value_at[k]);
+    out.sizes.push_back(length[k]);
+  }
+  return out;
+}
+
+// Maps `file` and calls `walk_file(data, size)`, turning its Bad into an IoError naming the file.
+template <typename Fn>
+auto with_mapped_dicom(const std::string& file, Fn walk_file) {
   Fd fd{::open(file.c_str(), O_RDONLY | O_CLOEXEC)};
   if (fd.fd < 0) fail<IoError>("cannot open DICOM file '{}': {}", file, std::strerror(errno));
   struct stat st {};
@@ -216,10 +308,34 @@ DicomFrames locate_frames(const std::string& file, int64_t frames, uint64_t fram
   map.data = ::mmap(nullptr, map.size, PROT_READ, MAP_PRIVATE, fd.fd, 0);
   if (map.data == MAP_FAILED) fail<IoError>("cannot map '{}': {}", file, std::strerror(errno));
   try {
-    return walk(static_cast<const uint8_t*>(map.data), map.size, frames, frame_bytes);
+    return walk_file(static_cast<const uint8_t*>(map.data), static_cast<uint64_t>(map.size));
   } catch (const Bad& bad) {
     fail<IoError>("DICOM file '{}': {}", file, bad.why);
   }
+}
+
+}  // namespace
+
+std::string dicom_transfer_syntax(const std::string& file) {
+  return with_mapped_dicom(file, [](const uint8_t* data, uint64_t size) {
+    Walker w(data, size);
+    return walk_meta(w, data, size);
+  });
+}
+
+void check_dicom_structure(const std::string& file, DicomEncoding encoding) {
+  with_mapped_dicom(file, [&](const uint8_t* data, uint64_t size) {
+    Walker w(data, size);
+    walk_meta(w, data, size);
+    walk_to_pixel_data(w, size, encoding == DicomEncoding::kImplicitVr);
+    return 0;
+  });
+}
+
+DicomFrames locate_frames(const std::string& file, int64_t frames, uint64_t frame_bytes) {
+  return with_mapped_dicom(file, [&](const uint8_t* data, uint64_t size) {
+    return walk(data, size, frames, frame_bytes);
+  });
 }
 
 }  // namespace tessera

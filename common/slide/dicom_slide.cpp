@@ -1,22 +1,15 @@
 #include "common/slide/dicom_slide.h"
 
-#include <dcmtk/config/osconfig.h>
-#include <dcmtk/dcmdata/dcdeftag.h>
-#include <dcmtk/dcmdata/dcfilefo.h>
-#include <dcmtk/dcmdata/dcuid.h>
-#include <dcmtk/dcmdata/dcxfer.h>
-#include <dcmtk/oflog/oflog.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <mutex>
 #include <set>
 
 #include <spdlog/spdlog.h>
 
 #include "common/core/error.h"
+#include "common/slide/dicom_instance.h"
 #include "common/slide/dicom_scan.h"
 
 namespace tessera {
@@ -34,140 +27,13 @@ constexpr const char* kJ2kLossless = "1.2.840.10008.1.2.4.90";
 constexpr const char* kJ2k = "1.2.840.10008.1.2.4.91";
 constexpr const char* kExplicitLittle = "1.2.840.10008.1.2.1";
 
-// One instance (file) of the series, as far as the reader needs it.
-struct Instance {
-  std::string file;
-  std::string sop_class, series, flavor, transfer, photometric, organization, concatenation;
-  int64_t total_w = 0, total_h = 0;
-  int tile_w = 0, tile_h = 0;
-  int64_t frames = 1;
-  int samples = 0, bits = 0, planar = 0;
-  int64_t focal_planes = 1, optical_paths = 1, concatenation_total = 0;
-  int64_t concatenation_number = 0, concatenation_frame_offset = 0;
-  // A concatenation joined into one level: its parts' files and frame counts, in frame order
-  // (empty for a single file).
-  std::vector<std::string> part_files;
-  std::vector<int64_t> part_frames;
-  double spacing_row_mm = 0, spacing_col_mm = 0;
-  // Per frame, when the file has per-frame Plane Position (Slide): 1-based column and row of the
-  // frame's top-left pixel, and whether it is in the first focal plane and optical path.
-  std::vector<std::pair<int64_t, int64_t>> positions;
-  std::vector<bool> first_plane;
-};
-
-std::string text(DcmItem* item, const DcmTagKey& tag, unsigned long pos = 0) {
-  OFString value;
-  if (item == nullptr || item->findAndGetOFString(tag, value, pos).bad()) return {};
-  return value.c_str();
-}
-
-int64_t integer(DcmItem* item, const DcmTagKey& tag, int64_t fallback) {
-  const std::string t = text(item, tag);
-  if (t.empty()) return fallback;
-  char* end = nullptr;
-  const long long v = std::strtoll(t.c_str(), &end, 10);
-  return end == t.c_str() ? fallback : static_cast<int64_t>(v);
-}
-
-DcmItem* item_of(DcmItem* parent, const DcmTagKey& sequence, int index = 0) {
-  DcmItem* item = nullptr;
-  if (parent == nullptr || parent->findAndGetSequenceItem(sequence, item, index).bad()) return nullptr;
-  return item;
-}
-
-void quiet_dcmtk() {
-  static std::once_flag once;
-  std::call_once(once, [] { OFLog::configure(OFLogger::FATAL_LOG_LEVEL); });
-}
-
-std::string uid_name(const std::string& uid) {
-  const char* name = dcmFindNameOfUID(uid.c_str(), nullptr);
-  return name ? fmt::format("{} ({})", uid, name) : uid;
-}
-
-Instance read_instance(const std::string& file) {
-  quiet_dcmtk();
-  DcmFileFormat format;
-  // Parsing stops at Pixel Data (its items, one per frame, are dicom_scan.h's to find); other
-  // values over 4 KiB stay in the file.
-  const OFCondition status = format.loadFileUntilTag(OFFilename(file.c_str()), EXS_Unknown,
-                                                     EGL_noChange, 4096, ERM_autoDetect,
-                                                     DCM_PixelData);
-  if (status.bad()) {
-    fail<IoError>("DICOM file '{}' cannot be parsed ({}): truncated or damaged", file,
-                  status.text());
-  }
-  DcmDataset* ds = format.getDataset();
-  Instance in;
-  in.file = file;
-  in.sop_class = text(ds, DCM_SOPClassUID);
-  in.series = text(ds, DCM_SeriesInstanceUID);
-  in.flavor = text(ds, DCM_ImageType, 2);
-  in.transfer = DcmXfer(ds->getOriginalXfer()).getXferID();
-  if (in.sop_class != UID_VLWholeSlideMicroscopyImageStorage) {
-    const std::string modality = text(ds, DCM_Modality);
-    fail<IoError>("'{}' is a DICOM {} file{}, not a whole-slide image (VL Whole Slide Microscopy "
-                  "Image Storage); tessera reads only those",
-                  file, in.sop_class.empty() ? "(no SOP class)" : uid_name(in.sop_class),
-                  modality.empty() ? "" : fmt::format(" of modality {}", modality));
-  }
-  in.photometric = text(ds, DCM_PhotometricInterpretation);
-  in.organization = text(ds, DCM_DimensionOrganizationType);
-  in.concatenation = text(ds, DCM_ConcatenationUID);
-  in.concatenation_total = integer(ds, DCM_InConcatenationTotalNumber, 0);
-  in.concatenation_number = integer(ds, DCM_InConcatenationNumber, 0);
-  in.concatenation_frame_offset = integer(ds, DCM_ConcatenationFrameOffsetNumber, 0);
-  in.total_w = integer(ds, DCM_TotalPixelMatrixColumns, 0);
-  in.total_h = integer(ds, DCM_TotalPixelMatrixRows, 0);
-  in.tile_w = static_cast<int>(integer(ds, DCM_Columns, 0));
-  in.tile_h = static_cast<int>(integer(ds, DCM_Rows, 0));
-  in.frames = integer(ds, DCM_NumberOfFrames, 1);
-  in.samples = static_cast<int>(integer(ds, DCM_SamplesPerPixel, 0));
-  in.bits = static_cast<int>(integer(ds, DCM_BitsAllocated, 0));
-  in.planar = static_cast<int>(integer(ds, DCM_PlanarConfiguration, 0));
-  in.focal_planes = std::max<int64_t>(1, integer(ds, DCM_TotalPixelMatrixFocalPlanes, 1));
-  in.optical_paths = std::max<int64_t>(1, integer(ds, DCM_NumberOfOpticalPaths, 1));
-
-  DcmItem* measures = item_of(item_of(ds, DCM_SharedFunctionalGroupsSequence), DCM_PixelMeasuresSequence);
-  DcmItem* per_frame0 = item_of(ds, DCM_PerFrameFunctionalGroupsSequence);
-  if (measures == nullptr) measures = item_of(per_frame0, DCM_PixelMeasuresSequence);
-  Float64 row = 0, col = 0;
-  if (measures != nullptr && measures->findAndGetFloat64(DCM_PixelSpacing, row, 0).good() &&
-      measures->findAndGetFloat64(DCM_PixelSpacing, col, 1).good() && row > 0 && col > 0) {
-    in.spacing_row_mm = row;
-    in.spacing_col_mm = col;
-  }
-
-  DcmSequenceOfItems* per_frame = nullptr;
-  if (ds->findAndGetSequence(DCM_PerFrameFunctionalGroupsSequence, per_frame).good() &&
-      per_frame != nullptr && item_of(item_of(ds, DCM_PerFrameFunctionalGroupsSequence),
-                                      DCM_PlanePositionSlideSequence) != nullptr) {
-    std::string z0, path0;
-    for (unsigned long f = 0; f < per_frame->card(); ++f) {
-      DcmItem* group = per_frame->getItem(f);
-      DcmItem* position = item_of(group, DCM_PlanePositionSlideSequence);
-      const std::string z = text(position, DCM_ZOffsetInSlideCoordinateSystem);
-      const std::string path = text(item_of(group, DCM_OpticalPathIdentificationSequence),
-                                    DCM_OpticalPathIdentifier);
-      if (f == 0) {
-        z0 = z;
-        path0 = path;
-      }
-      in.positions.emplace_back(integer(position, DCM_ColumnPositionInTotalImagePixelMatrix, 0),
-                                integer(position, DCM_RowPositionInTotalImagePixelMatrix, 0));
-      in.first_plane.push_back(z == z0 && path == path0);
-    }
-  }
-  return in;
-}
-
 [[noreturn]] void refuse(const std::string& path, const std::string& why) {
   fail<IoError>("cannot open slide '{}' (DICOM): {}", path, why);
 }
 
 // The level `in` makes, its frames' byte ranges found in the file (for a joined concatenation, in
 // its parts' files, numbered from `file_index` on).
-TileLevel make_level(const std::string& path, const Instance& in, int file_index) {
+TileLevel make_level(const std::string& path, const DicomInstance& in, int file_index) {
   if (in.samples != 3 || in.bits != 8) {
     refuse(path, fmt::format("'{}' has {} sample(s) per pixel of {} bits: brightfield RGB only "
                              "(8 bits, 3 samples)",
@@ -181,10 +47,10 @@ TileLevel make_level(const std::string& path, const Instance& in, int file_index
   TileLevel level;
   level.width = in.total_w;
   level.height = in.total_h;
-  level.tile_w = in.tile_w;
-  level.tile_h = in.tile_h;
-  level.cols = (in.total_w + in.tile_w - 1) / in.tile_w;
-  level.rows = (in.total_h + in.tile_h - 1) / in.tile_h;
+  level.tile_w = static_cast<int>(in.tile_w);
+  level.tile_h = static_cast<int>(in.tile_h);
+  level.cols = (in.total_w - 1) / in.tile_w + 1;
+  level.rows = (in.total_h - 1) / in.tile_h + 1;
   level.file = file_index;
   if (in.transfer == kJpegBaseline) {
     level.codec = TileCodec::kJpeg;
@@ -206,21 +72,23 @@ TileLevel make_level(const std::string& path, const Instance& in, int file_index
     refuse(path, fmt::format("'{}' uses transfer syntax {}, which the reader does not take "
                              "(supported: JPEG baseline, JPEG 2000, explicit VR little endian); "
                              "transcode it, e.g. with dcmdjpeg or dcmcjpeg",
-                             in.file, uid_name(in.transfer)));
+                             in.file, dicom_uid_name(in.transfer)));
   }
-  const int64_t grid = level.cols * level.rows;
-  const int64_t planes = in.focal_planes * in.optical_paths;
   // The tile table is allocated by the grid the header claims (16 bytes a tile): a grid larger
   // than any slide's is refused before it is, as a TILED_FULL level without a frame per tile.
-  if (grid > kMaxDicomTiles) {
-    refuse(path, fmt::format("'{}' claims a {}x{} pixel matrix in {}x{} tiles, {} tiles: more than "
-                             "the {} a level may have",
-                             in.file, in.total_w, in.total_h, in.tile_w, in.tile_h, grid,
-                             kMaxDicomTiles));
+  // Compared before multiplying: 4294967295^2 1x1 tiles wrap an int64.
+  if (level.cols > kMaxDicomTiles / level.rows) {
+    refuse(path, fmt::format("'{}' claims a {}x{} pixel matrix in {}x{} tiles, {}x{} tiles: more "
+                             "than the {} a level may have",
+                             in.file, in.total_w, in.total_h, in.tile_w, in.tile_h, level.cols,
+                             level.rows, kMaxDicomTiles));
   }
+  const int64_t grid = level.cols * level.rows;
+  const int64_t planes = in.focal_planes * in.optical_paths;  // at most 2^48 (check_claims)
   std::string organization = in.organization;
   if (organization.empty()) {
-    if (in.frames == grid * planes || (in.frames == grid && in.positions.empty())) {
+    const bool every_plane = in.frames % planes == 0 && in.frames / planes == grid;
+    if (every_plane || (in.frames == grid && in.positions.empty())) {
       organization = "TILED_FULL";
     } else if (!in.positions.empty()) {
       organization = "TILED_SPARSE";
@@ -333,24 +201,24 @@ DicomSlide open_dicom_slide(const std::string& path, size_t cache_bytes) {
   } else {
     files.push_back(path);
   }
-  std::vector<Instance> instances;
+  std::vector<DicomInstance> instances;
   for (const std::string& file : files) {
     try {
-      instances.push_back(read_instance(file));
+      instances.push_back(read_dicom_instance(file));
     } catch (const IoError& e) {
       refuse(path, e.what());
     }
   }
   std::set<std::string> series;
-  for (const Instance& in : instances) series.insert(in.series);
+  for (const DicomInstance& in : instances) series.insert(in.series);
   if (series.size() > 1) {
     refuse(path, fmt::format("the folder holds {} series; a slide is one series (one folder per "
                              "slide)",
                              series.size()));
   }
 
-  std::vector<const Instance*> volumes;
-  for (const Instance& in : instances) {
+  std::vector<const DicomInstance*> volumes;
+  for (const DicomInstance& in : instances) {
     if (in.flavor == "LABEL" || in.flavor == "OVERVIEW" || in.flavor == "THUMBNAIL") {
       spdlog::debug("DICOM slide '{}': '{}' is a {} image, not a level", path, in.file, in.flavor);
       continue;
@@ -363,18 +231,18 @@ DicomSlide open_dicom_slide(const std::string& path, size_t cache_bytes) {
                              instances.size()));
   }
   // Concatenations: all parts present are joined into one instance, in frame order.
-  std::vector<Instance> joined;
+  std::vector<DicomInstance> joined;
   joined.reserve(volumes.size());
   std::set<std::string> done;
-  std::vector<const Instance*> levels_in;
-  for (const Instance* in : volumes) {
+  std::vector<const DicomInstance*> levels_in;
+  for (const DicomInstance* in : volumes) {
     if (in->concatenation.empty()) {
       levels_in.push_back(in);
       continue;
     }
     if (!done.insert(in->concatenation).second) continue;
-    std::vector<const Instance*> parts;
-    for (const Instance* o : volumes) {
+    std::vector<const DicomInstance*> parts;
+    for (const DicomInstance* o : volumes) {
       if (o->concatenation == in->concatenation) parts.push_back(o);
     }
     if (static_cast<int64_t>(parts.size()) < in->concatenation_total) {
@@ -382,14 +250,14 @@ DicomSlide open_dicom_slide(const std::string& path, size_t cache_bytes) {
                                "{} are here; put all parts in the slide's folder",
                                in->file, in->concatenation_total, parts.size()));
     }
-    std::sort(parts.begin(), parts.end(), [](const Instance* a, const Instance* b) {
+    std::sort(parts.begin(), parts.end(), [](const DicomInstance* a, const DicomInstance* b) {
       return a->concatenation_frame_offset < b->concatenation_frame_offset;
     });
-    Instance whole = *parts.front();
+    DicomInstance whole = *parts.front();
     whole.frames = 0;
     whole.positions.clear();
     whole.first_plane.clear();
-    for (const Instance* part : parts) {
+    for (const DicomInstance* part : parts) {
       if (part->concatenation_frame_offset != whole.frames || part->transfer != whole.transfer ||
           part->total_w != whole.total_w || part->total_h != whole.total_h ||
           part->positions.empty() != parts.front()->positions.empty()) {
@@ -411,15 +279,17 @@ DicomSlide open_dicom_slide(const std::string& path, size_t cache_bytes) {
     levels_in.push_back(&joined.back());
   }
   volumes = std::move(levels_in);
-  std::stable_sort(volumes.begin(), volumes.end(), [](const Instance* a, const Instance* b) {
-    return a->total_w * a->total_h > b->total_w * b->total_h;
+  std::stable_sort(volumes.begin(), volumes.end(), [](const DicomInstance* a, const DicomInstance* b) {
+    // At most (2^32 - 1)^2 each (check_claims): unsigned, the products do not wrap.
+    return static_cast<uint64_t>(a->total_w) * static_cast<uint64_t>(a->total_h) >
+           static_cast<uint64_t>(b->total_w) * static_cast<uint64_t>(b->total_h);
   });
 
   DicomSlide slide;
   std::vector<TileLevel> levels;
   std::vector<std::string> level_files;
   std::string level_list;
-  for (const Instance* in : volumes) {
+  for (const DicomInstance* in : volumes) {
     if (!slide.dims.empty() && slide.dims.back() == std::make_pair(in->total_w, in->total_h)) {
       spdlog::info("DICOM slide '{}': '{}' repeats level {} ({}x{}), another focal plane or "
                    "optical path; skipped",
@@ -439,10 +309,10 @@ DicomSlide open_dicom_slide(const std::string& path, size_t cache_bytes) {
   for (const auto& [w, h] : slide.dims) {
     slide.downsamples.push_back((static_cast<double>(w0) / w + static_cast<double>(h0) / h) / 2);
   }
-  const Instance& base = *volumes.front();
+  const DicomInstance& base = *volumes.front();
   slide.properties["openslide.vendor"] = "dicom";
   slide.properties["dicom.series-uid"] = base.series;
-  slide.properties["dicom.transfer-syntax"] = uid_name(base.transfer);
+  slide.properties["dicom.transfer-syntax"] = dicom_uid_name(base.transfer);
   slide.properties["dicom.dimension-organization"] = base.organization;
   slide.properties["dicom.level-files"] = level_list;
   if (base.spacing_row_mm > 0 && base.spacing_col_mm > 0) {
