@@ -16,6 +16,24 @@
 
 namespace tessera {
 
+namespace {
+
+// A slide's header is input: what its parsing throws besides tessera's own errors (a
+// std::length_error or std::bad_alloc from a size it claims) is that slide's failure, an IoError
+// naming it, not the run's.
+template <typename Open>
+Slide open_or_refuse(const std::string& path, Open open) {
+  try {
+    return open();
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    fail<IoError>("cannot open slide '{}': {}", path, e.what());
+  }
+}
+
+}  // namespace
+
 std::optional<Slide> Slide::try_open(const std::string& path, std::string* error) {
   openslide_t* osr = openslide_open(path.c_str());
   if (osr == nullptr) return std::nullopt;
@@ -27,7 +45,9 @@ std::optional<Slide> Slide::try_open(const std::string& path, std::string* error
   return Slide(osr, path);
 }
 
-Slide Slide::open(const std::string& path) { return open_base(path, 0); }
+Slide Slide::open(const std::string& path) {
+  return open_or_refuse(path, [&] { return open_base(path, 0); });
+}
 
 Slide Slide::open_base(const std::string& path, size_t tile_cache_bytes) {
   std::error_code ec;
@@ -104,7 +124,10 @@ const char* to_string(SlideReader reader) {
 }
 
 Slide Slide::open(const std::string& path, SlideReader reader, size_t tile_cache_bytes) {
-  std::error_code ec;
+  return open_or_refuse(path, [&] { return open_with(path, reader, tile_cache_bytes); });
+}
+
+Slide Slide::open_with(const std::string& path, SlideReader reader, size_t tile_cache_bytes) {
   Slide slide = open_base(path, tile_cache_bytes);
   if (reader == SlideReader::kOpenSlide || slide.osr_ == nullptr) return slide;
   const std::string vendor = slide.vendor();

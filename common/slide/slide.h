@@ -35,7 +35,8 @@ class Slide {
  public:
   // Opens `path`. Throws IoError naming the file with OpenSlide's reason, or the DICOM reader's;
   // for a file neither recognises, what the file is and why it cannot be read
-  // (common/slide/sniff.h).
+  // (common/slide/sniff.h). Whatever else parsing the slide throws (std::bad_alloc for a size its
+  // header claims) is rethrown as IoError naming the file: a bad slide is that slide's failure.
   static Slide open(const std::string& path);
   // Opens `path` reading pixels as `reader` says. With kDirect, a slide the direct reader refuses
   // throws IoError naming the file and the reason. `tile_cache_bytes` bounds the direct reader's
@@ -91,6 +92,7 @@ class Slide {
  private:
   Slide(openslide_t* osr, std::string path);
   static Slide open_base(const std::string& path, size_t tile_cache_bytes);
+  static Slide open_with(const std::string& path, SlideReader reader, size_t tile_cache_bytes);
   static Slide open_dicom(const std::string& path, size_t tile_cache_bytes);
   void check_error(const char* what) const;
   static std::vector<uint32_t>& argb_buffer();  // read_rgb's OpenSlide output, one per thread

@@ -254,9 +254,12 @@ void read_batches(ReadQueue& queue, const Config& config, size_t batch_patches,
           read_s += seconds_since(t0);
         }
       }
-    } catch (const IoError& e) {
+    } catch (const std::exception& e) {
+      // A read that fails is the slide's failure, whatever threw (tessera's errors name the file).
       batch.pixels.clear();
-      batch.error = e.what();
+      batch.error = dynamic_cast<const Error*>(&e) != nullptr
+                        ? e.what()
+                        : fmt::format("slide '{}': {}", job.path, e.what());
     }
     // Encoded here rather than on the writing thread, so that it runs in parallel. A failure to
     // encode is the rank's, as on the writing thread, not the slide's: it leaves the thread.

@@ -22,6 +22,13 @@ namespace {
 constexpr const char* kPlanCoords = "coords";
 constexpr const char* kPlanTissue = "tissue";
 
+// Opening or reading a slide that fails is that slide's failure, whatever threw: tessera's errors
+// name the file; another (std::bad_alloc for a level the slide claims) is named here.
+std::string slide_failure(const SlideEntry& entry, const std::exception& e) {
+  if (dynamic_cast<const Error*>(&e) != nullptr) return e.what();
+  return fmt::format("slide '{}': {}", entry.path, e.what());
+}
+
 SlidePlan failed(SlidePlan plan, std::string reason) {
   plan.ok = false;
   plan.reason = std::move(reason);
@@ -61,8 +68,8 @@ SlidePlan plan_slide(const SlideEntry& entry, const Config& config, const std::s
   std::optional<Slide> slide;
   try {
     slide.emplace(Slide::open(entry.path, config.reader));  // same pixels with either reader
-  } catch (const IoError& e) {
-    return failed(plan, e.what());
+  } catch (const std::exception& e) {
+    return failed(plan, slide_failure(entry, e));
   }
   plan.width = slide->width();
   plan.height = slide->height();
@@ -102,8 +109,8 @@ SlidePlan plan_slide(const SlideEntry& entry, const Config& config, const std::s
     thumbnail = segmentation_thumbnail(*slide, config.tissue.seg_downsample);
     thumb_dx = static_cast<double>(plan.width) / thumbnail.width;
     thumb_dy = static_cast<double>(plan.height) / thumbnail.height;
-  } catch (const IoError& e) {
-    return failed(plan, e.what());
+  } catch (const std::exception& e) {
+    return failed(plan, slide_failure(entry, e));
   }
   try {
     mask = entry.mask_path.empty()
@@ -132,7 +139,7 @@ SlidePlan plan_slide(const SlideEntry& entry, const Config& config, const std::s
       qc_thumb = qc_side(plan.width) == thumbnail.width && qc_side(plan.height) == thumbnail.height
                      ? thumbnail
                      : segmentation_thumbnail(*slide, qc_ds);
-    } catch (const IoError& e) {
+    } catch (const std::exception& e) {
       spdlog::warn("slide '{}': QC thumbnail unreadable, using the detection one: {}",
                    entry.slide_id, e.what());
       qc_thumb = thumbnail;
