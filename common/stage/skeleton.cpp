@@ -28,6 +28,13 @@ int agreed_exit_code(Comm& comm, int code) {
   return static_cast<int>(comm.broadcast(std::to_string(code), 0).at(0) - '0');
 }
 
+// The text of a marker or _SUCCESS. Their strings may quote bytes from input files (a slide's
+// failure reason naming a damaged header's UID): bytes that are not UTF-8 are written as U+FFFD,
+// so that one bad byte cannot fail the run after its work is done.
+std::string marker_text(const nlohmann::json& marker) {
+  return marker.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
 }  // namespace
 
 std::string RankContext::staging_path(const std::string& relative) const {
@@ -363,7 +370,7 @@ int run_stage(Comm& comm, const StageRun& run, StageWork& work) {
     marker["end_time"] = utc_timestamp();
     marker.update(result.fields);
     if (run.run_fields.is_object()) marker.update(run.run_fields);
-    atomic_write_file(mine, marker.dump(2) + "\n");
+    atomic_write_file(mine, marker_text(marker));
   }
   const double wait_s = timed_barrier(comm);
 
@@ -390,7 +397,7 @@ int run_stage(Comm& comm, const StageRun& run, StageWork& work) {
     if (run.run_fields.is_object()) summary.update(run.run_fields);
     summary["wait_s_rank0"] = wait_s;
     summary["finish_s"] = seconds_since(finish_start);
-    atomic_write_file((fs::path(run.dir) / "_SUCCESS").string(), summary.dump(2) + "\n");
+    atomic_write_file((fs::path(run.dir) / "_SUCCESS").string(), marker_text(summary));
     code = summary["exit_code"].get<int>();
   }
   return agreed_exit_code(comm, code);
