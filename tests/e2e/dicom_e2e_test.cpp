@@ -1,17 +1,21 @@
 // DICOM whole-slide images through patchgen as a user runs it: synthslide's DICOM twins (JPEG
 // baseline and lossless JPEG 2000, TILED_FULL and TILED_SPARSE) give the same patches and pixel
 // digests as their TIFF at R = 1 and 2; files no reader takes fail with their exact reason, the
-// same in the slide table and in tessera-status.
+// same in the slide table and in tessera-status; hostile files (issue 30) fail their own slide.
 #include <gtest/gtest.h>
 #include <tiffio.h>
 
 #include <fstream>
+#include <map>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "common/core/fs.h"
 #include "common/h5/h5.h"
 #include "stages/patchgen/digest.h"
 #include "tests/e2e/e2e_util.h"
+#include "tests/synthslide/dicom_mutants.h"
 #include "tests/synthslide/dicom_writer.h"
 #include "tests/synthslide/synthslide.h"
 
@@ -136,6 +140,68 @@ TEST(DicomE2E, EachUnreadableKindHasItsReasonInTheSlideTableAndStatus) {
     EXPECT_NE(reason[i].find(expected[i]), std::string::npos) << i << ": " << reason[i];
     // tessera-status prints the slide table's reason as it is.
     EXPECT_NE(status_out.find(reason[i]), std::string::npos) << reason[i] << "\n" << status_out;
+  }
+}
+
+// Issue 30, items 2, 5 and 6: one hostile DICOM slide ended the whole job. A sequence nested
+// 20,000 deep crashed patchgen (SIGSEGV in DCMTK); a SOP Class UID with a byte that is not UTF-8
+// failed its slide, then the run (exit 1, no _SUCCESS: the reason quoting the UID could not be
+// written as JSON); a Total Pixel Matrix of 4294967295^2 in 1x1 tiles threw std::length_error
+// ("unexpected error", exit 1, no file named, the good slide not processed). Each fails its own
+// slide only, with a reason naming its file; the good slide is processed; _SUCCESS is valid JSON.
+TEST(DicomE2E, HostileSlidesFailAloneAndTheRunCompletes) {
+  TempDir tmp("hostile_dicom");
+  synth::SlideSpec spec;
+  spec.path = tmp / "good.tif";
+  spec.width = 1500, spec.height = 1200, spec.seed = 30;
+  synth::write_slide(spec);
+  std::string manifest = "slide_id,path\n";
+  const auto series = [&](const std::string& name) {
+    synth::DicomSpec d;
+    d.dir = tmp / name;
+    synth::write_dicom_series(spec, d);
+    manifest += name + "," + name + "\n";
+    return d.dir + "/level-0.dcm";
+  };
+  series("good");
+  const auto mutate = [](const std::string& file, const auto& change) {
+    write_text(file, change(read_file(file)));
+  };
+  const std::string nested = series("nested");
+  mutate(nested, [](const std::string& b) { return synth::with_nested_sequence(b, 20000, false); });
+  const std::string utf8 = series("utf8");
+  mutate(utf8, [](const std::string& b) {
+    return synth::with_dicom_value(b, synth::dicom_tag(0x0008, 0x0016),
+                                   synth::dicom_text_value("1.2.840.10008.5.1.4.1.1.77.1.\xff"));
+  });
+  const std::string huge = series("huge");
+  mutate(huge, [](std::string b) {
+    for (uint16_t element : {0x0006, 0x0007}) {
+      b = synth::with_dicom_value(b, synth::dicom_tag(0x0048, element),
+                                  synth::dicom_uint_value(4294967295u, 4));
+    }
+    for (uint16_t element : {0x0010, 0x0011}) {
+      b = synth::with_dicom_value(b, synth::dicom_tag(0x0028, element), synth::dicom_uint_value(1, 2));
+    }
+    return b;
+  });
+  write_text(tmp / "m.csv", manifest);
+  std::string log;
+  ASSERT_EQ(run_command(patchgen(2, tmp / "m.csv", tmp / "run"), &log), 3) << log;
+  const auto summary = nlohmann::json::parse(read_file(tmp / "run/patchgen/_SUCCESS"));
+  EXPECT_EQ(summary.at("slides_ok").get<int>(), 1);
+  std::map<std::string, std::string> reasons;
+  for (const auto& f : summary.at("failed")) {
+    reasons[f.at("slide_id").get<std::string>()] = f.at("reason").get<std::string>();
+  }
+  ASSERT_EQ(reasons.size(), 3u) << summary.dump(2);
+  const std::pair<std::string, std::string> expected[] = {
+      {"nested", "sequences nested more than 64 deep"},
+      {"utf8", "not a whole-slide image"},
+      {"huge", "4294967295x4294967295 tiles: more than the 16777216 a level may have"}};
+  for (const auto& [id, why] : expected) {
+    EXPECT_NE(reasons[id].find(why), std::string::npos) << id << ": " << reasons[id];
+    EXPECT_NE(reasons[id].find(tmp / id + "/level-0.dcm"), std::string::npos) << reasons[id];
   }
 }
 
