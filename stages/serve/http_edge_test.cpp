@@ -28,7 +28,7 @@ struct Served {
     config.port = 0;
     std::map<std::string, std::string> files;
     files["/index.html"] = "<p>hello</p>";
-    files["/big.js"] = std::string(300 << 10, 'j');
+    files["/big.js"] = std::string(353 << 10, 'j');
     for (int i = 0; i < 10; ++i) files["/" + std::to_string(i) + ".txt"] = "file " + std::to_string(i);
     api = std::make_unique<Api>(nullptr, batcher, metrics, config, files, "", 1);
     server = std::make_unique<HttpServer>(*api, config);
@@ -249,3 +249,4 @@ TEST(ServeHttpEdge, PipelinedRequestsAreAnsweredInOrder) {
 
 }  // namespace
 }  // namespace tessera::serve
+

@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <string_view>
 
@@ -58,8 +59,13 @@ void answer(Api& api, const httplib::Request& in, httplib::Response& out) {
 // go to the socket.
 class EdgeStream final : public httplib::Stream {
  public:
+  // The whole answer must be taken within `write_timeout_s`: a client that reads slowly holds a
+  // worker no longer than that.
   EdgeStream(int fd, std::string_view request, double write_timeout_s)
-      : fd_(fd), request_(request), write_timeout_s_(write_timeout_s) {}
+      : fd_(fd), request_(request),
+        deadline_(std::chrono::steady_clock::now() +
+                  std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                      std::chrono::duration<double>(write_timeout_s))) {}
   bool is_readable() const override { return read_ < request_.size(); }
   bool is_writable() const override { return writable_; }
   ssize_t read(char* ptr, size_t size) override {
@@ -69,7 +75,8 @@ class EdgeStream final : public httplib::Stream {
     return static_cast<ssize_t>(n);
   }
   ssize_t write(const char* ptr, size_t size) override {
-    writable_ = writable_ && edge_write(fd_, std::string_view(ptr, size), write_timeout_s_);
+    const std::chrono::duration<double> left = deadline_ - std::chrono::steady_clock::now();
+    writable_ = writable_ && edge_write(fd_, std::string_view(ptr, size), left.count());
     return writable_ ? static_cast<ssize_t>(size) : -1;
   }
   void get_remote_ip_and_port(std::string& ip, int& port) const override {
@@ -104,7 +111,7 @@ class EdgeStream final : public httplib::Stream {
   int fd_;
   std::string_view request_;
   size_t read_ = 0;
-  double write_timeout_s_;
+  std::chrono::steady_clock::time_point deadline_;
   bool writable_ = true;
 };
 
