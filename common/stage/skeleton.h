@@ -1,4 +1,5 @@
-// The one sequence every stage runs (patchgen, embed, ingest): run layout, lock, the
+// The one sequence every stage of the graph runs (stage_graph() in layout.cpp: patchgen, embed,
+// aggregate, ingest, and ingest --level slide|patient too): run layout, lock, the
 // fresh/resume/complete decision, set-up, rank work, markers, barrier, rank 0's finish, _SUCCESS,
 // and one exit code for all ranks. A stage plugs its work in through StageWork; everything
 // around it lives here once.
@@ -29,7 +30,7 @@ namespace tessera {
 
 // What the skeleton needs to know about a stage invocation.
 struct StageRun {
-  std::string stage;        // "patchgen", "embed", "ingest"
+  std::string stage;        // "patchgen", "embed", "aggregate", "ingest"
   std::string dir;          // the stage directory (of this part)
   std::string config_ini;   // saved as config.ini on a fresh start
   std::string fingerprint;  // what the outputs depend on
@@ -89,10 +90,11 @@ class StageWork {
 int run_stage(Comm& comm, const StageRun& run, StageWork& work);
 
 // Collective. Checks a completed stage directory that this stage reads (patchgen's for embed,
-// embed's for ingest) before any work: _SUCCESS and run.json exist, it is not stale and its own
-// inputs did not change since it was made (lineage.h), and every rank marker and the outputs it
-// lists, and the outputs _SUCCESS lists, pass their checks at `level` (kCheap: sizes and the
-// files' two ends; kFull: every byte, shared out over the ranks). Throws InvalidInput naming the
+// embed's for ingest and aggregate, aggregate's for ingest --level slide|patient) before any
+// work: _SUCCESS and run.json exist, it is not stale and its own inputs did not change since it
+// was made (lineage.h), and every rank marker and the outputs it lists, and the outputs _SUCCESS
+// lists, pass their checks at `level` (kCheap: sizes and the files' two ends; kFull: every byte,
+// shared out over the ranks). Throws InvalidInput naming the
 // directory when it is not complete or is stale, IoError naming the damaged file otherwise.
 // Returns its run.json.
 nlohmann::json check_stage_input(Comm& comm, const std::string& stage_dir, VerifyLevel level);

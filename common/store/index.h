@@ -1,7 +1,8 @@
 // Read access to a completed patchgen stage (of one part): RUN/patchgen[/part-P-of-Q]/index.h5,
-// one row per patch sorted by patch_id, and its slide table. Used by embed and ingest. The slide
-// table and the attributes are read whole (O(slides)); patch rows are read by range or by list,
-// so a reader holds only the rows it works on, whatever the cohort's size.
+// one row per patch sorted by patch_id, and its slide table. Used by embed, ingest, query, serve
+// and aggregate, by patchgen's digest, by store's index_writer.h and vector_meta.cpp, and by the
+// benchmarks. The slide table and the attributes are read whole (O(slides)); patch rows are read
+// by range or by list, so a reader holds only the rows it works on, whatever the cohort's size.
 #pragma once
 
 #include <cstdint>
