@@ -314,7 +314,6 @@ TEST_F(ModelTest, MissingAndCorruptFilesNameTheFile) {
   EXPECT_THAT(load_error(spec_of(lonely)), AllOf(HasSubstr("lonely.ini"), HasSubstr("preset")));
 }
 
-#ifdef TESSERA_EMBED_TEST_MODELS
 const std::string kModels = TESSERA_EMBED_TEST_MODELS;
 
 nlohmann::json expected_embeddings() {
@@ -401,11 +400,6 @@ TEST_F(ModelTest, BatchFromAnotherModelIsRejected) {
   std::vector<float> out(64);
   EXPECT_THROW(tiny.forward(tokens.prepare(rgb.data(), 1, 32), out.data()), InvalidInput);
 }
-#else
-TEST(ModelTorchScriptTest, Skipped) {
-  GTEST_SKIP() << "no Python with torch at configure time: TorchScript test models not generated";
-}
-#endif
 
 }  // namespace
 }  // namespace tessera::embed
