@@ -7,23 +7,6 @@
 namespace tessera {
 namespace {
 
-TEST(SerialComm, CollectivesAreIdentities) {
-  SerialComm comm;
-  EXPECT_EQ(comm.rank(), 0);
-  EXPECT_EQ(comm.size(), 1);
-  EXPECT_EQ(comm.allgather("abc"), std::vector<std::string>{"abc"});
-  EXPECT_EQ(comm.broadcast("xyz", 0), "xyz");
-  EXPECT_EQ(comm.allreduce_sum(int64_t{7}), 7);
-  EXPECT_EQ(comm.allreduce_max(2.5), 2.5);
-  EXPECT_EQ(comm.allreduce_sum(2.5), 2.5);
-}
-
-}  // namespace
-}  // namespace tessera
-
-namespace tessera {
-namespace {
-
 TEST(DecidedByRoot, ReturnsTheResultOrRethrowsByKind) {
   SerialComm comm;
   EXPECT_EQ(decided_by_root(comm, [] { return std::string("plan"); }), "plan");

@@ -62,12 +62,15 @@ TEST(Partition, AgreesWithBruteForceForManySizes) {
   }
 }
 
-TEST(Partition, CyclicIsTheMissionDefault) {
+// Partition::cyclic (block-cyclic with blocks of one) deals item i to rank i mod R. It is not the
+// stages' default: patchgen and embed default to --partition contiguous (their config tests).
+TEST(Partition, CyclicDealsItemIToRankIModR) {
   Partition p = Partition::cyclic(10, 3);
-  EXPECT_EQ(p.owner(0), 0);
-  EXPECT_EQ(p.owner(4), 1);
+  for (int64_t i = 0; i < 10; ++i) EXPECT_EQ(p.owner(i), i % 3) << i;
   EXPECT_EQ(p.count(0), 4);
+  EXPECT_EQ(p.count(1), 3);
   EXPECT_EQ(p.count(2), 3);
+  EXPECT_EQ(p.global_index(1, 2), 7);
   EXPECT_EQ(p.spec().to_string(), "cyclic");
 }
 

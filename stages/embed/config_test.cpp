@@ -27,6 +27,10 @@ TEST(EmbedConfig, DefaultTagIsModelName) {
   EXPECT_EQ(parse({"--model", "vit-s16", "--tag", "x1"}).tag, "x1");
 }
 
+TEST(EmbedConfig, ThePartitionDefaultsToContiguous) {
+  EXPECT_EQ(parse({"--model", "vit-s16"}).partition.to_string(), "contiguous");
+}
+
 TEST(EmbedConfig, BadValuesNameTheOption) {
   for (auto [args, option] : std::vector<std::pair<std::vector<std::string>, std::string>>{
            {{"--precision", "fp8"}, "precision"},

@@ -1,11 +1,20 @@
-// query::run at R = 1..4 ranks as threads over one ingest output of 3 shards: the same hits
-// whatever R (a rank without shards included), and failures that end every rank alike.
+// query::run at R = 1..4 ranks as threads over one ingest output of 3 shards: the hits of an
+// exact search over every stored embedding whatever R (a rank without shards included), and
+// failures that end every rank alike.
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <numeric>
 
 #include <nlohmann/json.hpp>
 
 #include "common/core/error.h"
 #include "common/core/fs.h"
+#include "common/h5/h5.h"
+#include "common/store/embeddings.h"
+#include "common/store/index.h"
 #include "stages/query/config.h"
 #include "stages/query/query.h"
 #include "tests/inprocess/pipeline.h"
@@ -55,6 +64,103 @@ class QueryRun : public ::testing::Test {
 };
 
 ScratchDir* QueryRun::dir_ = nullptr;
+
+// Every stored embedding of the run, with its slide's metadata: the ground truth of a Flat index.
+struct StoredRows {
+  std::vector<int64_t> patch_id;
+  std::vector<std::string> slide_id, patient, site;  // per row
+  std::vector<float> values;                          // row-major [rows, dim]
+  size_t dim = 0;
+  size_t rows() const { return patch_id.size(); }
+  const float* row(size_t i) const { return values.data() + i * dim; }
+};
+
+StoredRows read_stored_rows(const std::string& run) {
+  StoredRows out;
+  const h5::File file = h5::File::open(run + "/embed/vit-tiny/embeddings.h5", h5::Mode::kRead);
+  out.patch_id = file.open_dataset(embedding_names::kPatchId).read_all<int64_t>();
+  const std::vector<int32_t> slide = file.open_dataset(embedding_names::kSlide).read_all<int32_t>();
+  const h5::Dataset values = file.open_dataset(embedding_names::kEmbeddings);
+  out.dim = static_cast<size_t>(values.dims().at(1));
+  out.values.resize(out.rows() * out.dim);
+  values.read_rows_as_floats(out.values.data(), 0, out.rows());
+  const IndexInfo info = load_index_info(run + "/patchgen");
+  const auto column = [&](const std::string& name) {
+    const auto& names = info.slides.metadata_columns;
+    return info.slides.metadata.at(std::find(names.begin(), names.end(), name) - names.begin());
+  };
+  for (const int32_t s : slide) {
+    out.slide_id.push_back(info.slides.slide_id.at(s));
+    out.patient.push_back(info.slides.patient_id.at(s));
+    out.site.push_back(column("site").at(s));
+  }
+  return out;
+}
+
+// The k best inner products with row `query` among the rows `keep` accepts, best first (ties by
+// patch id): what an exact search must answer.
+Hits exact_search(const StoredRows& rows, int64_t query_patch, size_t k,
+                  const std::function<bool(size_t query, size_t row)>& keep) {
+  const size_t q = std::find(rows.patch_id.begin(), rows.patch_id.end(), query_patch) -
+                   rows.patch_id.begin();
+  EXPECT_LT(q, rows.rows()) << "patch " << query_patch << " is not stored";
+  std::vector<std::pair<int64_t, float>> scored;
+  for (size_t i = 0; i < rows.rows(); ++i) {
+    if (!keep(q, i)) continue;
+    double dot = 0;
+    for (size_t d = 0; d < rows.dim; ++d) dot += double{rows.row(q)[d]} * rows.row(i)[d];
+    scored.emplace_back(rows.patch_id[i], static_cast<float>(dot));
+  }
+  std::sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) {
+    return a.second != b.second ? a.second > b.second : a.first < b.first;
+  });
+  scored.resize(std::min(k, scored.size()));
+  return {scored};
+}
+
+// query's hits equal the exact ones: the same scores in the same order, and each hit's patch
+// scored as the exact search scores it (patches of equal score may come in either order).
+void expect_exact(const Hits& hits, const Hits& exact, const StoredRows& rows, int64_t query) {
+  ASSERT_EQ(hits.size(), 1u);
+  ASSERT_EQ(hits[0].size(), exact[0].size());
+  const Hits all = exact_search(rows, query, rows.rows(), [](size_t, size_t) { return true; });
+  std::map<int64_t, float> score_of(all[0].begin(), all[0].end());
+  for (size_t i = 0; i < hits[0].size(); ++i) {
+    EXPECT_NEAR(hits[0][i].second, exact[0][i].second, 1e-4f * std::abs(exact[0][i].second))
+        << "rank " << i;
+    EXPECT_NEAR(hits[0][i].second, score_of.at(hits[0][i].first), 1e-4f * std::abs(hits[0][i].second))
+        << "patch " << hits[0][i].first;
+  }
+}
+
+TEST_F(QueryRun, HitsAreThoseOfAnExactSearchOverTheStoredEmbeddings) {
+  const std::vector<int64_t> patches = some_patches();
+  const StoredRows rows = read_stored_rows(run_dir());
+  ASSERT_GT(rows.rows(), 20u);
+  struct Case {
+    std::vector<std::string> args;
+    int64_t patch;
+    size_t k;
+    std::function<bool(size_t, size_t)> keep;
+  };
+  const std::vector<Case> cases = {
+      {{"-k", "7"}, patches[0], 7, [](size_t, size_t) { return true; }},
+      {{"-k", "5", "--filter", "site = lung"}, patches[1], 5,
+       [&](size_t, size_t i) { return rows.site[i] == "lung"; }},
+      {{"-k", "5", "--exclude-same-patient"}, patches[2], 5,
+       [&](size_t q, size_t i) { return rows.patient[i] != rows.patient[q]; }},
+  };
+  int n = 0;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(n);
+    std::vector<std::string> args = {"--patch", std::to_string(c.patch)};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    const std::string report = *dir_ / fmt::format("exact{}.json", n++);
+    const auto outcomes = run_stage_ranks(1, query::run, config(report, args));
+    ASSERT_EQ(exit_codes(outcomes), std::vector<int>{0}) << describe(outcomes);
+    expect_exact(hits_in(report), exact_search(rows, c.patch, c.k, c.keep), rows, c.patch);
+  }
+}
 
 TEST_F(QueryRun, HitsDoNotDependOnTheNumberOfRanks) {
   const std::vector<int64_t> patches = some_patches();
