@@ -1,9 +1,10 @@
 // Fault injection: the one seam through which tests make a stage fail the way a cluster does (a
 // rank killed mid-work, an I/O error, a full disk, slow storage, a pause before the marker).
-// Every stage adds the same hidden --debug-* options (add_fault_options, shown by --help-all
-// only, never saved in config.ini nor fingerprinted), reads them into StageOptions::faults, and
-// calls Faults at its work points; in production every field keeps its default and the seam does
-// nothing.
+// patchgen, embed and ingest add the same hidden --debug-* options (add_fault_options, shown by
+// --help-all only, never saved in config.ini nor fingerprinted), read them into
+// StageOptions::faults, and call Faults at their work points (--debug-file-size-limit takes effect
+// in patchgen only); aggregate, query and serve have none. In production every field keeps its
+// default and the seam does nothing.
 #pragma once
 
 #include <cstdint>
