@@ -263,6 +263,23 @@ std::vector<DicomMutant> dicom_mutants(const std::string& bytes, int64_t frames,
     if (size < bytes.size()) add(fmt::format("truncated-{}", size), bytes.substr(0, size), "");
   }
 
+  if (headers.back().tag == kPixelData && headers.back().length == kUndefined) {
+    // Encapsulated: an offset table of 2,000,000 entries over one fragment fewer, the last entry
+    // pointing at none. A linear search per entry took hours (no signal, no answer).
+    constexpr uint32_t kEntries = 2000000;
+    std::string table = tag_bytes(dicom_tag(0xFFFE, 0xE000)) + le(4 * kEntries, 4);
+    table.reserve(table.size() + size_t{12} * kEntries + 8);
+    for (uint32_t f = 0; f + 1 < kEntries; ++f) table += le(8 * f, 4);
+    table += le(0xFFFFFFF0u, 4);
+    for (uint32_t f = 0; f + 1 < kEntries; ++f) table += tag_bytes(dicom_tag(0xFFFE, 0xE000)) + le(0, 4);
+    table += tag_bytes(dicom_tag(0xFFFE, 0xE0DD)) + le(0, 4);
+    std::string mutated = with_dicom_value(bytes, kFrames, dicom_text_value(std::to_string(kEntries)));
+    const size_t pixel = find_dicom_element(mutated, kPixelData);
+    mutated.resize(pixel + 12);  // Pixel Data's header: OB, undefined length
+    add("offset-table-2000000", mutated + table,
+        fmt::format("offset table entry {} is no fragment", kEntries - 1));
+  }
+
   std::mt19937 random(seed);
   const size_t header_end = std::min(bytes.size(), pixel_at + 64);
   for (int m = 0; m < random_flips; ++m) {

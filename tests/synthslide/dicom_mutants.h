@@ -3,8 +3,8 @@
 // mutant edits the bytes directly (DCMTK would refuse to write most of them): a private sequence
 // nested thousands deep before Pixel Data, a Number of Frames chosen so that frames x frame bytes
 // wraps to the real pixel length, a Total Pixel Matrix of 4294967295^2 in 1x1 tiles, a UID with a
-// byte that is not UTF-8, transfer syntaxes the reader cannot walk, bad VRs and lengths,
-// truncations and byte flips.
+// byte that is not UTF-8, transfer syntaxes the reader cannot walk, bad VRs and lengths, an
+// offset table of 2,000,000 entries that matches no fragment list, truncations and byte flips.
 #pragma once
 
 #include <cstdint>
