@@ -137,7 +137,6 @@ HttpEdge::~HttpEdge() {
 }
 
 void HttpEdge::start() {
-  started_ = true;
   for (int i = 0; i < workers_; ++i) pool_.emplace_back([this] { work(); });
   thread_ = std::thread([this] { loop(); });
 }
@@ -217,7 +216,10 @@ void HttpEdge::accept_all() {
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
       if (errno != EAGAIN && errno != EWOULDBLOCK) {
-        spdlog::warn("accept: {}", std::strerror(errno));
+        if (Clock::now() - accept_warned_ > std::chrono::seconds(10)) {
+          spdlog::warn("cannot accept a connection: {}", std::strerror(errno));
+          accept_warned_ = Clock::now();
+        }
         evict_one();  // out of descriptors: make room for the next
       }
       return;

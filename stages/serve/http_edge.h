@@ -15,6 +15,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -68,8 +69,6 @@ class HttpEdge {
   // Stops accepting, lets workers finish the requests they hold, closes every connection. Safe to
   // call twice.
   void stop();
-  // Connections open now (reading, idle or answered): for tests.
-  int connections() const { return open_.load(); }
 
   struct Connection;
 
@@ -98,7 +97,7 @@ class HttpEdge {
   std::atomic<int> open_{0};
   std::thread thread_;
   std::vector<std::thread> pool_;
-  bool started_ = false;
+  std::chrono::steady_clock::time_point accept_warned_;  // accept's last failure logged
 
   // Owned by the edge's thread: the connections not held by a worker, by descriptor.
   std::vector<std::unique_ptr<Connection>> table_;

@@ -213,6 +213,26 @@ TEST(ServeHttpEdge, AProbeIsAnsweredWhileSlowClientsHoldTheirConnections) {
   EXPECT_EQ(late[0].status, 408);
 }
 
+// More slow clients than connections allowed: the one that has waited longest makes room.
+TEST(ServeHttpEdge, AtTheConnectionLimitTheLongestWaitingMakesRoom) {
+  Config config;
+  config.limits.max_connections = 4;
+  Served s{config};
+  std::vector<std::unique_ptr<Client>> slow;
+  for (int i = 0; i < 6; ++i) {
+    slow.push_back(std::make_unique<Client>(s.server->port()));
+    ASSERT_TRUE(slow.back()->send("GET /index.html HTTP/1.1\r\nX-"));
+    slow.back()->read_all(0.05);  // accepted before the next
+  }
+  Client probe(s.server->port());
+  ASSERT_TRUE(probe.send("GET /index.html HTTP/1.1\r\nHost: x\r\n\r\n"));
+  const std::vector<Answer> a = answers(probe.read_until(has_answers(1), 3));
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].status, 200);
+  slow[0]->read_all(0.05);
+  EXPECT_TRUE(slow[0]->closed());
+}
+
 // The edge answers `Expect: 100-continue` before the body, and the library does not answer it again.
 TEST(ServeHttpEdge, AnExpectationIsAnsweredOnceBeforeTheBody) {
   Served s{Config{}};
@@ -249,4 +269,3 @@ TEST(ServeHttpEdge, PipelinedRequestsAreAnsweredInOrder) {
 
 }  // namespace
 }  // namespace tessera::serve
-
