@@ -333,33 +333,6 @@ TEST_F(StatusTest, BadRunDirectoriesAndOptions) {
   EXPECT_EQ(out, "");
 }
 
-// Issue 21, case 12: a deleted catalog.json leaves the index unusable: not complete, and the next
-// command reruns ingest.
-TEST_F(StatusTest, IngestWithoutItsCatalogIsNotComplete) {
-  complete("embed/t", "embed", 2, {{"patches", 5}});
-  for (int g = 0; g < 2; ++g) {
-    const std::string gen = fmt::format("ingest/t/gen-{:05d}", g);
-    start(gen, "ingest", 2, {{"tag", "t"}, {"name", "t"}});
-    success(gen, "ingest", 2, {{"rows", 5}});
-  }
-  RunStatus s = scan();
-  for (int g = 0; g < 2; ++g) {
-    const StageStatus& row = find(s, "ingest", g, "t");
-    EXPECT_EQ(row.state, State::kIncomplete);
-    EXPECT_NE(row.problem.find("catalog.json is missing"), std::string::npos) << row.problem;
-    EXPECT_EQ(row.next, fmt::format("mpirun -np 2 ingest --config {} --tag t --name t{} --run {}",
-                                    dir(fmt::format("ingest/t/gen-{:05d}/config.ini", g)),
-                                    g > 0 ? " --append" : "", run_.string()));
-  }
-  EXPECT_EQ(exit_code(s), kExitNotComplete);
-  // A catalog written before the last generation finished lists only the first.
-  write(dir("ingest/t/catalog.json"), R"({"tag": "t", "parts_in": [0], "generations": [{"generation": 0}]})");
-  s = scan();
-  EXPECT_EQ(find(s, "ingest", 0, "t").state, State::kComplete);
-  EXPECT_EQ(find(s, "ingest", 1, "t").state, State::kIncomplete);
-  EXPECT_NE(find(s, "ingest", 1, "t").problem.find("does not list generation 1"), std::string::npos);
-}
-
 // config.ini keeps --run as the stage was given it (relative to where it ran, or the run's place
 // before a move): a next command without --run acted on another run, or none, from elsewhere.
 TEST_F(StatusTest, NextCommandsNameTheRunTheyActOn) {
