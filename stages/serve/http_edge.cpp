@@ -40,6 +40,7 @@ const char* reason_phrase(int status) {
     case 416: return "Range Not Satisfiable";
     case 431: return "Request Header Fields Too Large";
     case 501: return "Not Implemented";
+    case 503: return "Service Unavailable";
     default: return "Error";
   }
 }
@@ -154,7 +155,7 @@ void HttpEdge::stop() {
   for (std::thread& t : pool_) t.join();
   // What the workers gave back after the edge's thread ended.
   for (Connection* c : returned_) {
-    close(c->fd);
+    close(*c);
     delete c;
   }
   returned_.clear();
@@ -167,8 +168,9 @@ void HttpEdge::watch(Connection& c, bool add) {
   ::epoll_ctl(epoll_fd_, add ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, c.fd, &e);
 }
 
-void HttpEdge::close(int fd) {
-  ::close(fd);
+void HttpEdge::close(Connection& c) {
+  buffered_.fetch_sub(static_cast<int64_t>(c.in.size()));
+  ::close(c.fd);
   open_.fetch_sub(1);
 }
 
@@ -205,7 +207,7 @@ void HttpEdge::loop() {
     }
   }
   for (auto& c : table_) {
-    if (c) close(c->fd);
+    if (c) close(*c);
   }
   table_.clear();
 }
@@ -227,7 +229,8 @@ void HttpEdge::accept_all() {
     open_.fetch_add(1);
     if (open_.load() > limits_.max_connections) evict_one();
     if (open_.load() > limits_.max_connections) {  // every other one is being answered
-      close(fd);
+      ::close(fd);
+      open_.fetch_sub(1);
       continue;
     }
     const int yes = 1;
@@ -257,8 +260,21 @@ void HttpEdge::evict_one() {
   }
   if (victim == nullptr) return;
   const int fd = victim->fd;
-  close(fd);
+  close(*victim);
   table_[static_cast<size_t>(fd)].reset();
+}
+
+void HttpEdge::relieve() {
+  while (buffered_.load() > static_cast<int64_t>(limits_.max_buffered_bytes)) {
+    Connection* largest = nullptr;
+    for (auto& c : table_) {
+      if (c && c->state == Connection::kReading && (!largest || c->in.size() > largest->in.size())) {
+        largest = c.get();
+      }
+    }
+    if (largest == nullptr || largest->in.empty()) return;
+    refuse(*largest, 503, "the service holds too many request bytes now; try again");
+  }
 }
 
 void HttpEdge::read_from(Connection& c) {
@@ -269,6 +285,7 @@ void HttpEdge::read_from(Connection& c) {
       if (c.state == Connection::kDraining) continue;
       if (c.in.empty()) c.since = Clock::now();
       c.in.append(buffer, static_cast<size_t>(n));
+      buffered_.fetch_add(n);
       // A limit is checked at least every 1 MiB: a body over it is never held whole.
       if (c.in.size() > (size_t{1} << 20) * (static_cast<size_t>(round) + 1)) break;
       continue;
@@ -276,11 +293,12 @@ void HttpEdge::read_from(Connection& c) {
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
     const int fd = c.fd;  // the peer closed, or an error
-    close(fd);
+    close(c);
     table_[static_cast<size_t>(fd)].reset();
     return;
   }
   if (c.state == Connection::kReading) advance(c);
+  if (buffered_.load() > static_cast<int64_t>(limits_.max_buffered_bytes)) relieve();
 }
 
 void HttpEdge::advance(Connection& c) {
@@ -303,6 +321,7 @@ void HttpEdge::advance(Connection& c) {
     if (c.head.expect_continue) {
       // The edge answers Expect itself, so the library must not answer it again.
       c.in.erase(c.head.expect_begin, c.head.expect_end - c.head.expect_begin);
+      buffered_.fetch_sub(static_cast<int64_t>(c.head.expect_end - c.head.expect_begin));
       c.head.head_bytes -= c.head.expect_end - c.head.expect_begin;
       const bool body_missing = c.head.framing == Framing::kChunked ||
                                 (c.head.framing == Framing::kLength &&
@@ -345,6 +364,7 @@ void HttpEdge::refuse(Connection& c, int status, const std::string& reason) {
                              std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
   [[maybe_unused]] const ssize_t n = ::send(c.fd, answer.data(), answer.size(), MSG_NOSIGNAL);
   ::shutdown(c.fd, SHUT_WR);
+  buffered_.fetch_sub(static_cast<int64_t>(c.in.size()));
   std::string().swap(c.in);
   c.state = Connection::kDraining;
   c.deadline = Clock::now() + seconds(kDrainSeconds);
@@ -358,8 +378,7 @@ void HttpEdge::expire() {
       refuse(*c, 408, c->has_head ? "the request body did not arrive in time"
                                   : "the request head did not arrive in time");
     } else {
-      const int fd = c->fd;
-      close(fd);
+      close(*c);
       c.reset();
     }
   }
@@ -383,11 +402,16 @@ void HttpEdge::work() {
       spdlog::error("unexpected error answering a request: {}", e.what());
     }
     if (!keep || last) {
-      close(c->fd);
+      close(*c);
       delete c;
       continue;
     }
     c->in.erase(0, c->request_bytes);
+    buffered_.fetch_sub(static_cast<int64_t>(c->request_bytes));
+    // An idle connection does not keep the capacity of a large body.
+    if (c->in.capacity() > (size_t{64} << 10) && c->in.size() < c->in.capacity() / 4) {
+      c->in.shrink_to_fit();
+    }
     c->has_head = false;
     c->request_bytes = 0;
     c->since = Clock::now();

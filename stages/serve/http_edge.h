@@ -7,7 +7,8 @@
 //     the head (408 otherwise), an idle keep-alive connection is closed after `idle_timeout_s`, and
 //     at `max_connections` the connection that has waited longest for its request is dropped;
 //   - a body is read only up to its limit (413 and close), a head up to its size and header count
-//     (431), a Range header up to a few ranges (416), before anything allocates for them;
+//     (431), a Range header up to a few ranges (416), before anything allocates for them; what all
+//     connections hold together is bounded too (503 for the largest);
 //   - requests pipelined on one connection are answered one after another, in order.
 // cpp-httplib 0.11.4 (Debian's, compiled) does none of these itself: it holds a thread per open
 // connection, reads chunked bodies without a limit, and drops what its per-request read buffer held
@@ -38,6 +39,9 @@ struct EdgeLimits {
   double write_timeout_s = 10;   // an answer not taken by the client within this is dropped
   int max_connections = 1000;
   int max_requests_per_connection = 1000;
+  // Request bytes held across all connections: beyond, the connection holding the most is
+  // refused (503), so partial bodies on many connections cannot add up to the machine's memory.
+  size_t max_buffered_bytes = size_t{256} << 20;
 };
 
 // Writes all of `data` to the non-blocking socket `fd`, waiting at most `timeout_s` for it to take
@@ -78,8 +82,9 @@ class HttpEdge {
   void read_from(Connection& c);
   void advance(Connection& c);
   void refuse(Connection& c, int status, const std::string& reason);
-  void close(int fd);
+  void close(Connection& c);
   void evict_one();
+  void relieve();
   void expire();
   void work();
   void give_back(Connection* c);
@@ -95,6 +100,7 @@ class HttpEdge {
   int wake_fd_ = -1;
   std::atomic<bool> stopping_{false};
   std::atomic<int> open_{0};
+  std::atomic<int64_t> buffered_{0};  // the sum of the connections' unanswered input
   std::thread thread_;
   std::vector<std::thread> pool_;
   std::chrono::steady_clock::time_point accept_warned_;  // accept's last failure logged

@@ -233,6 +233,32 @@ TEST(ServeHttpEdge, AtTheConnectionLimitTheLongestWaitingMakesRoom) {
   EXPECT_TRUE(slow[0]->closed());
 }
 
+// Partial bodies on many connections cannot add up: beyond the edge's budget the connection that
+// holds the most is refused, the others go on.
+TEST(ServeHttpEdge, WhatAllConnectionsHoldTogetherIsBounded) {
+  EdgeLimits limits;
+  limits.head.max_body_bytes = 64 << 10;
+  limits.max_buffered_bytes = 100 << 10;
+  HttpEdge edge(
+      "127.0.0.1", 0, limits, 1,
+      [](int fd, std::string_view, bool) {
+        return edge_write(fd, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", 5);
+      },
+      [](int, const std::string& reason) { return reason; });
+  edge.start();
+  Client a(edge.port()), b(edge.port());
+  ASSERT_TRUE(a.send("POST / HTTP/1.1\r\nContent-Length: 60000\r\n\r\n" + std::string(45000, 'a')));
+  a.read_all(0.1);
+  ASSERT_TRUE(b.send("POST / HTTP/1.1\r\nContent-Length: 60000\r\n\r\n" + std::string(58000, 'b')));
+  const std::vector<Answer> refused = answers(b.read_until(has_answers(1), 3));
+  ASSERT_EQ(refused.size(), 1u);
+  EXPECT_EQ(refused[0].status, 503);
+  ASSERT_TRUE(a.send(std::string(15000, 'a')));
+  const std::vector<Answer> answered = answers(a.read_until(has_answers(1), 3));
+  ASSERT_EQ(answered.size(), 1u);
+  EXPECT_EQ(answered[0].status, 200);
+}
+
 // The edge answers `Expect: 100-continue` before the body, and the library does not answer it again.
 TEST(ServeHttpEdge, AnExpectationIsAnsweredOnceBeforeTheBody) {
   Served s{Config{}};
