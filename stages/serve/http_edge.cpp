@@ -23,15 +23,15 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-Clock::duration seconds(double s) {
+Clock::duration edge_duration(double s) {
   return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
 }
 
 // A refused connection is read (and what it sends thrown away) this long after its answer, so
 // that closing it with unread input does not reset the connection before the client reads why.
-constexpr double kDrainSeconds = 2;
+constexpr double kEdgeDrainSeconds = 2;
 
-const char* reason_phrase(int status) {
+const char* edge_reason_phrase(int status) {
   switch (status) {
     case 400: return "Bad Request";
     case 408: return "Request Timeout";
@@ -63,7 +63,7 @@ struct HttpEdge::Connection {
 };
 
 bool edge_write(int fd, std::string_view data, double timeout_s) {
-  const auto deadline = Clock::now() + seconds(timeout_s);
+  const auto deadline = Clock::now() + edge_duration(timeout_s);
   while (!data.empty()) {
     const ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
     if (n > 0) {
@@ -240,7 +240,7 @@ void HttpEdge::accept_all() {
     auto c = std::make_unique<Connection>();
     c->fd = fd;
     c->since = Clock::now();
-    c->deadline = c->since + seconds(limits_.idle_timeout_s);
+    c->deadline = c->since + edge_duration(limits_.idle_timeout_s);
     if (table_.size() <= static_cast<size_t>(fd)) table_.resize(static_cast<size_t>(fd) + 64);
     watch(*c, true);
     table_[static_cast<size_t>(fd)] = std::move(c);
@@ -304,14 +304,14 @@ void HttpEdge::read_from(Connection& c) {
 void HttpEdge::advance(Connection& c) {
   const auto now = Clock::now();
   if (c.in.empty()) {
-    c.deadline = c.since + seconds(limits_.idle_timeout_s);
+    c.deadline = c.since + edge_duration(limits_.idle_timeout_s);
     return;
   }
   if (!c.has_head) {
     const HeadScan scan = scan_head(c.in, limits_.head);
     if (scan.state == HeadScan::kRefused) return refuse(c, scan.status, scan.reason);
     if (scan.state == HeadScan::kIncomplete) {
-      c.deadline = c.since + seconds(limits_.header_timeout_s);
+      c.deadline = c.since + edge_duration(limits_.header_timeout_s);
       return;
     }
     c.has_head = true;
@@ -343,7 +343,7 @@ void HttpEdge::advance(Connection& c) {
     total = r == 1 ? total + c.chunked.pos : c.in.size() + 1;
   }
   if (c.in.size() < total) {
-    c.deadline = c.head_done + seconds(limits_.body_timeout_s);
+    c.deadline = c.head_done + edge_duration(limits_.body_timeout_s);
     return;
   }
   c.request_bytes = total;
@@ -359,7 +359,7 @@ void HttpEdge::advance(Connection& c) {
 
 void HttpEdge::refuse(Connection& c, int status, const std::string& reason) {
   const std::string body = refusal_ ? refusal_(status, reason) : reason;
-  const std::string answer = "HTTP/1.1 " + std::to_string(status) + " " + reason_phrase(status) +
+  const std::string answer = "HTTP/1.1 " + std::to_string(status) + " " + edge_reason_phrase(status) +
                              "\r\nContent-Type: application/json\r\nContent-Length: " +
                              std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
   [[maybe_unused]] const ssize_t n = ::send(c.fd, answer.data(), answer.size(), MSG_NOSIGNAL);
@@ -367,7 +367,7 @@ void HttpEdge::refuse(Connection& c, int status, const std::string& reason) {
   buffered_.fetch_sub(static_cast<int64_t>(c.in.size()));
   std::string().swap(c.in);
   c.state = Connection::kDraining;
-  c.deadline = Clock::now() + seconds(kDrainSeconds);
+  c.deadline = Clock::now() + edge_duration(kEdgeDrainSeconds);
 }
 
 void HttpEdge::expire() {

@@ -19,7 +19,7 @@ namespace tessera::serve {
 
 namespace {
 
-void answer(Api& api, const httplib::Request& in, httplib::Response& out) {
+void answer_by_api(Api& api, const httplib::Request& in, httplib::Response& out) {
   Request r;
   r.method = in.method;
   r.path = in.path;
@@ -148,7 +148,7 @@ HttpServer::HttpServer(Api& api, const Config& config) : impl_(std::make_unique<
   s.set_keep_alive_timeout(5);
   s.set_keep_alive_max_count(1000);
   const auto handler = [&api](const httplib::Request& in, httplib::Response& out) {
-    answer(api, in, out);
+    answer_by_api(api, in, out);
   };
   const char* any = R"(/.*)";
   s.Get(any, handler);

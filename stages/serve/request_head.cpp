@@ -7,21 +7,21 @@ namespace tessera::serve {
 
 namespace {
 
-bool same_name(std::string_view a, std::string_view b) {
+bool header_name_is(std::string_view a, std::string_view b) {
   return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
            return std::tolower(static_cast<unsigned char>(x)) ==
                   std::tolower(static_cast<unsigned char>(y));
          });
 }
 
-std::string_view trimmed(std::string_view s) {
+std::string_view trim_blanks(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
   return s;
 }
 
 // Digits only, at most 18 of them (below 2^63): anything else is not a length.
-bool parse_length(std::string_view s, uint64_t& out) {
+bool parse_content_length(std::string_view s, uint64_t& out) {
   if (s.empty() || s.size() > 18) return false;
   out = 0;
   for (const char c : s) {
@@ -31,7 +31,7 @@ bool parse_length(std::string_view s, uint64_t& out) {
   return true;
 }
 
-HeadScan refused(int status, std::string reason) {
+HeadScan refused_head(int status, std::string reason) {
   HeadScan s;
   s.state = HeadScan::kRefused;
   s.status = status;
@@ -50,10 +50,10 @@ HeadScan scan_head(std::string_view bytes, const HeadLimits& limits) {
     const size_t eol = bytes.find('\n', pos);
     const size_t end = eol == std::string_view::npos ? bytes.size() : eol + 1;
     if (first && end - pos > limits.max_request_line) {
-      return refused(414, "the request line is too long");
+      return refused_head(414, "the request line is too long");
     }
     if (end > limits.max_head_bytes) {
-      return refused(431, "the request head is over " + std::to_string(limits.max_head_bytes) +
+      return refused_head(431, "the request head is over " + std::to_string(limits.max_head_bytes) +
                               " bytes");
     }
     if (eol == std::string_view::npos) return {};
@@ -61,42 +61,42 @@ HeadScan scan_head(std::string_view bytes, const HeadLimits& limits) {
     const size_t line_begin = pos;
     pos = end;
     if (first) continue;
-    if (trimmed(line).empty()) break;
+    if (trim_blanks(line).empty()) break;
     if (++headers > limits.max_headers) {
-      return refused(431, "more than " + std::to_string(limits.max_headers) + " headers");
+      return refused_head(431, "more than " + std::to_string(limits.max_headers) + " headers");
     }
     const size_t colon = line.find(':');
     if (colon == std::string_view::npos) continue;  // cpp-httplib skips it, as before
     const std::string_view name = line.substr(0, colon);
-    const std::string_view value = trimmed(line.substr(colon + 1));
-    if (same_name(name, "Content-Length")) {
+    const std::string_view value = trim_blanks(line.substr(colon + 1));
+    if (header_name_is(name, "Content-Length")) {
       ++lengths;
-      if (!parse_length(value, head.content_length)) {
-        return refused(400, "Content-Length is not a length");
+      if (!parse_content_length(value, head.content_length)) {
+        return refused_head(400, "Content-Length is not a length");
       }
-    } else if (same_name(name, "Transfer-Encoding")) {
+    } else if (header_name_is(name, "Transfer-Encoding")) {
       ++encodings;
-      if (!same_name(value, "chunked")) {
-        return refused(501, "Transfer-Encoding other than chunked is not supported");
+      if (!header_name_is(value, "chunked")) {
+        return refused_head(501, "Transfer-Encoding other than chunked is not supported");
       }
       chunked = true;
-    } else if (same_name(name, "Range")) {
+    } else if (header_name_is(name, "Range")) {
       ranges += 1 + static_cast<int>(std::count(value.begin(), value.end(), ','));
-    } else if (same_name(name, "Expect")) {
-      head.expect_continue = same_name(value, "100-continue");
+    } else if (header_name_is(name, "Expect")) {
+      head.expect_continue = header_name_is(value, "100-continue");
       head.expect_begin = line_begin;
       head.expect_end = end;
     }
   }
   if (lengths > 1 || encodings > 1 || (lengths == 1 && encodings == 1)) {
-    return refused(400, "the body's length is given more than once");
+    return refused_head(400, "the body's length is given more than once");
   }
   if (ranges > limits.max_ranges) {
-    HeadScan s = refused(416, "more than " + std::to_string(limits.max_ranges) + " ranges");
+    HeadScan s = refused_head(416, "more than " + std::to_string(limits.max_ranges) + " ranges");
     return s;
   }
   if (lengths == 1 && head.content_length > limits.max_body_bytes) {
-    return refused(413, "the request body is over the limit of " +
+    return refused_head(413, "the request body is over the limit of " +
                             std::to_string(limits.max_body_bytes) + " bytes");
   }
   head.head_bytes = pos;
@@ -122,12 +122,12 @@ int scan_chunked(std::string_view body, ChunkedScan& state, const HeadLimits& li
     const std::string_view line = body.substr(state.pos, eol - state.pos);
     if (state.trailers) {
       state.pos = eol + 1;
-      if (trimmed(line).empty()) return 1;
+      if (trim_blanks(line).empty()) return 1;
       if (state.pos > limits.max_body_bytes + limits.max_head_bytes) return 431;
       continue;
     }
     if (line.size() > kMaxSizeLine) return 400;
-    const std::string_view digits = trimmed(line.substr(0, line.find(';')));
+    const std::string_view digits = trim_blanks(line.substr(0, line.find(';')));
     if (digits.empty() || digits.size() > 15) return 400;
     uint64_t size = 0;
     for (const char c : digits) {
