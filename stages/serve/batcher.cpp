@@ -5,48 +5,118 @@
 namespace tessera::serve {
 
 std::future<std::vector<query::Hit>> Batcher::submit(SearchJob job) {
-  Pending p{std::move(job), {}};
+  Pending p{std::move(job), {}, 0, std::this_thread::get_id()};
   auto future = p.result.get_future();
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (closed_) fail("the service is stopping");
+    if (refusing_ || closed_) fail("the service is stopping");
+    p.generation = generation_;
+    ++waiting_[p.submitter];
     queue_.push_back(std::move(p));
   }
   arrived_.notify_one();
   return future;
 }
 
+void Batcher::set_generation(int generation) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  generation_ = generation;
+}
+
+int Batcher::generation() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return generation_;
+}
+
 std::vector<Batcher::Pending> Batcher::take(std::chrono::duration<double> wait,
                                             std::chrono::duration<double> tick, size_t max_jobs) {
+  int head = 0;
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (!arrived_.wait_for(lock, wait, [&] { return closed_ || !queue_.empty(); }) || closed_) {
+      return {};
+    }
+    head = queue_.front().generation;
+  }
+  return take(std::chrono::duration<double>(0), tick, max_jobs, head);
+}
+
+std::vector<Batcher::Pending> Batcher::take(std::chrono::duration<double> wait,
+                                            std::chrono::duration<double> tick, size_t max_jobs,
+                                            int generation) {
   using Clock = std::chrono::steady_clock;
   std::unique_lock<std::mutex> lock(mutex_);
-  if (!arrived_.wait_for(lock, wait, [&] { return closed_ || !queue_.empty(); }) || closed_) {
+  const auto ready = [&] { return closed_ || refusing_ || !queue_.empty(); };
+  if (!arrived_.wait_for(lock, wait, ready) || closed_ || queue_.empty() ||
+      queue_.front().generation != generation) {
     return {};
   }
-  const auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(tick);
-  arrived_.wait_until(lock, until, [&] { return closed_ || queue_.size() >= max_jobs; });
+  if (!refusing_) {
+    const auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(tick);
+    arrived_.wait_until(lock, until,
+                        [&] { return closed_ || refusing_ || queue_.size() >= max_jobs; });
+    if (closed_) return {};
+  }
   std::vector<Pending> batch;
-  while (!queue_.empty() && batch.size() < max_jobs) {
+  while (!queue_.empty() && batch.size() < max_jobs && queue_.front().generation == generation) {
     batch.push_back(std::move(queue_.front()));
     queue_.pop_front();
   }
   return batch;
 }
 
-void Batcher::close() {
-  std::deque<Pending> left;
+void Batcher::answered(const Pending& p) {
+  const auto it = waiting_.find(p.submitter);
+  if (it != waiting_.end() && --it->second == 0) waiting_.erase(it);
+}
+
+void Batcher::answer(std::vector<Pending>& batch, std::vector<std::vector<query::Hit>> hits) {
+  for (size_t i = 0; i < batch.size(); ++i) batch[i].result.set_value(std::move(hits.at(i)));
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const Pending& p : batch) answered(p);
+}
+
+void Batcher::answer_with_error(std::vector<Pending>& batch, std::exception_ptr error) {
+  for (Pending& p : batch) p.result.set_exception(error);
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const Pending& p : batch) answered(p);
+}
+
+size_t Batcher::waiting_requests() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return waiting_.size();
+}
+
+void Batcher::refuse() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    closed_ = true;
-    left.swap(queue_);
+    refusing_ = true;
   }
-  for (auto& p : left) p.result.set_exception(std::make_exception_ptr(Error("the service is stopping")));
   arrived_.notify_all();
+}
+
+void Batcher::close() {
+  std::vector<Pending> left;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    refusing_ = closed_ = true;
+    for (auto& p : queue_) left.push_back(std::move(p));
+    queue_.clear();
+  }
+  arrived_.notify_all();
+  answer_with_error(left, std::make_exception_ptr(Error("the service is stopping")));
 }
 
 size_t Batcher::queued() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return queue_.size();
+}
+
+size_t Batcher::queued(int generation) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  size_t n = 0;
+  for (const Pending& p : queue_) n += p.generation == generation ? 1 : 0;
+  return n;
 }
 
 }  // namespace tessera::serve

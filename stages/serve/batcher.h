@@ -1,7 +1,8 @@
 // Rank 0's queue of searches between the HTTP threads and the thread that runs the collective
 // rounds (the main thread, the only one that calls MPI). HTTP threads submit a job and wait for its
-// hits; the round thread takes every job that arrived within a short tick as one batch.
-// Thread-safe.
+// hits; the round thread takes every job that arrived within a short tick as one batch. Each job
+// is stamped with the generation of the index it was submitted for (set_generation), so that a
+// round searches one generation only. Thread-safe.
 #pragma once
 
 #include <chrono>
@@ -10,6 +11,8 @@
 #include <exception>
 #include <future>
 #include <mutex>
+#include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "stages/query/search.h"
@@ -22,24 +25,52 @@ class Batcher {
   struct Pending {
     SearchJob job;
     std::promise<std::vector<query::Hit>> result;
+    int generation = 0;          // the generation stamped at submit
+    std::thread::id submitter;   // the thread that waits for the result
   };
 
-  // Queues `job`; the future holds its hits, or the exception of its round.
+  // Queues `job`, stamped with generation(); the future holds its hits, or the exception of its
+  // round. Throws Error ("the service is stopping") after refuse() or close().
   std::future<std::vector<query::Hit>> submit(SearchJob job);
 
+  // The stamp of later submits. Jobs queued in submit order carry ascending stamps.
+  void set_generation(int generation);
+  int generation() const;
+
   // Waits up to `wait` for a first job, then gathers for `tick` more (or until `max_jobs` are
-  // queued) and returns them in arrival order; empty when none came or after close().
+  // queued) and returns them in arrival order; empty when none came or after close(). The batch
+  // holds jobs of one generation: the first job's.
   std::vector<Pending> take(std::chrono::duration<double> wait, std::chrono::duration<double> tick,
                             size_t max_jobs);
+  // The same, for the jobs stamped `generation` at the head of the queue only: empty at once when
+  // the head has another stamp. After refuse(), returns what is queued without waiting.
+  std::vector<Pending> take(std::chrono::duration<double> wait, std::chrono::duration<double> tick,
+                            size_t max_jobs, int generation);
 
-  // Wakes take(); later submits fail with an Error ("the service is stopping").
+  // Delivers a batch's hits (one list per job) or its round's exception, and counts its
+  // submitters as no longer waiting (waiting_requests).
+  void answer(std::vector<Pending>& batch, std::vector<std::vector<query::Hit>> hits);
+  void answer_with_error(std::vector<Pending>& batch, std::exception_ptr error);
+
+  // Threads with a submitted job not yet answered (answer(), answer_with_error(), close()).
+  size_t waiting_requests() const;
+
+  // Later submits fail with an Error ("the service is stopping"); what is queued stays for take().
+  void refuse();
+  // refuse(), wakes take(), and fails every queued job with that Error.
   void close();
   size_t queued() const;
+  size_t queued(int generation) const;
 
  private:
+  void answered(const Pending& p);  // with mutex_ held
+
   mutable std::mutex mutex_;
   std::condition_variable arrived_;
   std::deque<Pending> queue_;
+  std::unordered_map<std::thread::id, size_t> waiting_;  // unanswered jobs by submitter
+  int generation_ = 0;
+  bool refusing_ = false;
   bool closed_ = false;
 };
 

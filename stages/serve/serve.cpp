@@ -8,6 +8,7 @@
 #include <fstream>
 #include <optional>
 #include <sstream>
+#include <thread>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -33,6 +34,10 @@ namespace tessera::serve {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
+// How long a loaded generation waits for the requests of the old one to reach their search before
+// new requests get it anyway.
+constexpr auto kFlipWait = std::chrono::seconds(5);
+
 namespace {
 
 Controls* g_controls = nullptr;
@@ -42,6 +47,7 @@ extern "C" void on_signal(int signal) {
   if (signal == SIGHUP) {
     g_controls->reload.store(true);
   } else {
+    g_controls->stop_signal.store(signal);
     g_controls->stop.store(true);
   }
 }
@@ -77,42 +83,40 @@ std::string hostname() {
   return name;
 }
 
-// Every rank loads the index again; the new shards replace the old ones only when every rank
-// loaded them. Collective.
-bool reload(const Config& config, Comm& comm, std::unique_ptr<RankShards>& shards,
-            std::unique_ptr<RankShards>& loaded) {
+// Every rank loads the index again into `next`; kept only when every rank loaded it (collective).
+bool load_next(const Config& config, Comm& comm, std::unique_ptr<RankShards>& next) {
   std::string problem;
   try {
-    loaded = std::make_unique<RankShards>(config.index, comm.rank(), comm.size(), config.mmap,
-                                          config.verify);
+    next = std::make_unique<RankShards>(config.index, comm.rank(), comm.size(), config.mmap,
+                                        config.verify);
   } catch (const std::exception& e) {
     problem = e.what();
   }
   const int64_t failed = comm.allreduce_max(int64_t{problem.empty() ? 0 : 1});
   if (!problem.empty()) spdlog::warn("reload of '{}' failed: {}", config.index, problem);
-  if (failed) {
-    loaded.reset();
-    return false;
-  }
-  shards.swap(loaded);
-  loaded.reset();
-  return true;
+  if (failed) next.reset();
+  return next != nullptr;
 }
 
-// Answers every job of a round, collectively; on rank 0 each pending search gets its hits or the
-// round's error.
+// Whether every request that holds `front` (besides the Api and run()) waits for hits: none of
+// them can submit a search after requests get the next generation, so the jobs stamped with
+// `front`'s generation are all it will get.
+bool only_waiting_holders(const std::shared_ptr<const Front>& front, const Batcher& batcher) {
+  return front.use_count() - 2 <= static_cast<long>(batcher.waiting_requests());
+}
+
+// Answers every job of a round, collectively; on rank 0 (`batcher` not null) each pending search
+// gets its hits or the round's error.
 void search(Comm& comm, RankShards& shards, const std::vector<SearchJob>& jobs, int threads,
-            std::vector<Batcher::Pending>* pending, Metrics* metrics) {
+            std::vector<Batcher::Pending>& pending, Batcher* batcher, Metrics* metrics) {
   const auto start = Clock::now();
   try {
     std::vector<std::vector<query::Hit>> hits = search_round(comm, shards, jobs, threads);
-    if (pending) {
-      for (size_t i = 0; i < pending->size(); ++i) (*pending)[i].result.set_value(std::move(hits[i]));
-    }
+    if (batcher) batcher->answer(pending, std::move(hits));
   } catch (const std::exception& e) {
     // Every rank sees the same failure (search_round); rank 0 answers it, the others go on.
-    if (pending) {
-      for (auto& p : *pending) p.result.set_exception(std::current_exception());
+    if (batcher) {
+      batcher->answer_with_error(pending, std::current_exception());
     } else {
       spdlog::debug("round failed: {}", e.what());
     }
@@ -131,6 +135,17 @@ void install_signal_handlers(Controls& controls) {
   signal(SIGPIPE, SIG_IGN);
 }
 
+void bound_finalize(const Controls& controls, int code) {
+  if (controls.stop_signal.load() == 0) return;
+  std::thread([code] {
+    std::this_thread::sleep_for(kFinalizeBound);
+    spdlog::info("MPI_Finalize did not return within {} ms: the launcher is ending the job; exit {}",
+                 kFinalizeBound.count(), code);
+    spdlog::default_logger()->flush();
+    std::_Exit(code);
+  }).detach();
+}
+
 int run(const Config& config, Comm& comm, Controls& controls) {
   const int threads = thread_count(config.threads, "--threads");
   set_vector_threads(threads);
@@ -145,7 +160,7 @@ int run(const Config& config, Comm& comm, Controls& controls) {
   std::unique_ptr<Api> api;
   std::unique_ptr<HttpServer> server;
   std::unique_ptr<Registration> registration;
-  int generation = 0;
+  std::shared_ptr<const Front> front;  // rank 0: the generation requests get
   decided_by_root(comm, [&] {
     const std::string token = config.token_file.empty() ? "" : read_token(config.token_file);
     std::map<std::string, std::string> files;
@@ -157,7 +172,7 @@ int run(const Config& config, Comm& comm, Controls& controls) {
       if (!config.web_dir.empty()) fail<InvalidInput>("invalid --web-dir: {}", e.what());
       spdlog::warn("no web page: {}; the API is served alone", e.what());
     }
-    auto front = std::make_shared<const Front>(shards->catalog(), shards->slides(), rows, 0);
+    front = std::make_shared<const Front>(shards->catalog(), shards->slides(), rows, 0);
     auto slide_indexes = std::make_shared<const SlideIndexes>(
         SlideIndexes::load(config.slide_index, shards->catalog()));
     api = std::make_unique<Api>(front, batcher, metrics, config, std::move(files), token,
@@ -192,7 +207,16 @@ int run(const Config& config, Comm& comm, Controls& controls) {
                  std::chrono::duration<double>(Clock::now() - start).count(), url);
   }
 
-  std::unique_ptr<RankShards> loaded;
+  // A generation is swapped in in three steps, so that every search is answered by the generation
+  // its request started with (the one its answer names): every rank loads it into `next` beside
+  // `shards` (a kReload command); rank 0 then hands it to new requests (the flip: a new Front, and
+  // new jobs stamped with its number) once every request of the old one waits for hits, answers
+  // the jobs of the old one from `shards`, and swaps (the next kReload) when none is queued.
+  std::unique_ptr<RankShards> next;
+  std::shared_ptr<const Front> next_front;  // rank 0: `next`'s, until the flip
+  int active = 0;                           // rank 0: the generation `shards` holds
+  bool flipped = false;                     // rank 0: requests get `next`'s generation
+  Clock::time_point loaded_at;
   std::string stamp = comm.rank() == 0 ? catalog_stamp(config.index) : "";
   auto polled = Clock::now();
   const auto tick = std::chrono::duration<double>(config.tick_ms / 1000.0);
@@ -201,18 +225,35 @@ int run(const Config& config, Comm& comm, Controls& controls) {
     Command command;
     std::vector<Batcher::Pending> pending;
     if (comm.rank() == 0) {
+      // On a stop, searches already submitted are answered (by their own generation) and later
+      // ones refused, so that every rank leaves within the grace Open MPI gives after SIGTERM.
+      const bool stopping = controls.stop.load();
+      if (stopping) batcher.refuse();
       bool due = false;
-      if (config.poll_s > 0 &&
+      if (!next && config.poll_s > 0 &&
           Clock::now() - polled > std::chrono::duration<double>(config.poll_s)) {
         polled = Clock::now();
         due = catalog_stamp(config.index) != stamp;
       }
-      if (controls.stop.load()) {
+      if (next && !flipped && !stopping &&
+          (only_waiting_holders(front, batcher) || Clock::now() - loaded_at > kFlipWait)) {
+        if (!only_waiting_holders(front, batcher)) {
+          spdlog::warn("a request of generation {} still runs after {} s; new requests get the "
+                       "next one", active, std::chrono::duration<double>(kFlipWait).count());
+        }
+        batcher.set_generation(active + 1);
+        api->set_front(next_front);
+        front = std::move(next_front);
+        flipped = true;
+      }
+      if (next && flipped && batcher.queued(active) == 0 && !(stopping && batcher.queued() == 0)) {
+        command.kind = CommandKind::kReload;  // the swap
+      } else if (stopping && batcher.queued() == 0) {
         command.kind = CommandKind::kStop;
-      } else if (controls.reload.exchange(false) || due) {
-        command.kind = CommandKind::kReload;
+      } else if (!next && !stopping && (controls.reload.exchange(false) || due)) {
+        command.kind = CommandKind::kReload;  // the load
       } else {
-        pending = batcher.take(idle, tick, static_cast<size_t>(config.limits.max_batch));
+        pending = batcher.take(idle, tick, static_cast<size_t>(config.limits.max_batch), active);
         if (pending.empty()) continue;
         command.kind = CommandKind::kSearch;
         for (auto& p : pending) command.jobs.push_back(p.job);
@@ -222,29 +263,41 @@ int run(const Config& config, Comm& comm, Controls& controls) {
       command = decode_command(comm.broadcast(std::string(), 0));
     }
     if (command.kind == CommandKind::kStop) break;
+    if (command.kind == CommandKind::kReload && next) {
+      shards.swap(next);
+      next.reset();
+      if (comm.rank() == 0) {
+        active = front->generation();
+        flipped = false;
+        spdlog::info("now serving {} vectors of generation(s) 0..{} of '{}' (service generation "
+                     "{})", front->rows(), shards->catalog().generations.size() - 1, config.index,
+                     active);
+      }
+      continue;
+    }
     if (command.kind == CommandKind::kReload) {
       const std::string next_stamp = comm.rank() == 0 ? catalog_stamp(config.index) : "";
-      if (reload(config, comm, shards, loaded)) {
-        const int64_t new_rows = comm.allreduce_sum(shards->rows());
-        ++generation;
+      if (load_next(config, comm, next)) {
+        const int64_t next_rows = comm.allreduce_sum(next->rows());
         if (comm.rank() == 0) {
-          api->set_front(std::make_shared<const Front>(shards->catalog(), shards->slides(),
-                                                       new_rows, generation));
-          spdlog::info("now serving {} vectors of generation(s) 0..{} of '{}'", new_rows,
-                       shards->catalog().generations.size() - 1, config.index);
+          next_front = std::make_shared<const Front>(next->catalog(), next->slides(), next_rows,
+                                                     active + 1);
+          loaded_at = Clock::now();
         }
       }
       stamp = next_stamp;
       continue;
     }
-    search(comm, *shards, command.jobs, threads, comm.rank() == 0 ? &pending : nullptr,
+    search(comm, *shards, command.jobs, threads, pending, comm.rank() == 0 ? &batcher : nullptr,
            comm.rank() == 0 ? &metrics : nullptr);
   }
   if (comm.rank() == 0) {
     spdlog::info("stopping");
     server->stop();
     batcher.close();
+    registration.reset();
   }
+  spdlog::info("stopped");
   return kExitOk;
 }
 
