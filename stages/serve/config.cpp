@@ -47,7 +47,8 @@ OptionTable option_table() {
       ("token-file", kRunControl, po::value<std::string>()->default_value(""),
        "file holding the bearer token every request must carry (Authorization: Bearer T)")
       ("http-threads", kRunControl, po::value<int>()->default_value(64),
-       "connections served at once by rank 0 (each open connection holds one)")
+       "requests answered at once by rank 0 (a connection holds one only while its request, read "
+       "whole, is answered)")
       ("tick-ms", kRunControl, po::value<double>()->default_value(0),
        "milliseconds rank 0 waits for more searches after the first before a round (0: none; "
        "searches that arrive while a round runs form the next one)")

@@ -26,7 +26,7 @@ struct Config {
   std::string bind = "127.0.0.1";
   int port = 8470;                   // 0: any free port (printed and registered)
   std::string token_file;            // bearer token; required for a non-loopback bind
-  int http_threads = 64;             // connections served at once (each holds a thread)
+  int http_threads = 64;             // requests answered at once (connections wait without one)
   double tick_ms = 0;                // how long rank 0 waits for more searches before a round
   double poll_s = 10;                // catalog.json checked for a new generation (0: SIGHUP only)
   size_t tile_cache_bytes = size_t{256} << 20;  // encoded DeepZoom tiles kept
