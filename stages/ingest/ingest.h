@@ -16,9 +16,4 @@ namespace tessera::ingest {
 // failures. Reruns skip ranks with a valid marker; a complete generation returns at once.
 int run(const Config& config, Comm& comm);
 
-// The number of parts of the embed output at `embed_root` (RUN/embed/<tag>): 1 when it is a stage
-// directory itself, else Q of its part-PPPPP-of-QQQQQ folders. Throws InvalidInput when there is
-// none, or when folders disagree on Q.
-int discover_parts(const std::string& embed_root);
-
 }  // namespace tessera::ingest
