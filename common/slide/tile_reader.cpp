@@ -4,9 +4,6 @@
 #include <tiffio.h>
 #include <unistd.h>
 
-#include <csetjmp>
-#include <cstdio>  // jpeglib.h needs FILE
-#include <jpeglib.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -23,6 +20,7 @@
 #include "common/core/clock.h"
 #include "common/core/error.h"
 #include "common/slide/j2k_decode.h"
+#include "common/slide/jpeg_decode.h"
 #include "common/slide/tiff_handle.h"
 
 namespace tessera {
@@ -30,61 +28,6 @@ namespace tessera {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// libjpeg's error manager: an error jumps back to decode() with the message; a warning (corrupt
-// data that libjpeg decodes anyway, into damaged pixels) is kept, and decode() fails with it.
-struct JpegError {
-  jpeg_error_mgr mgr;
-  std::jmp_buf jump;
-  char message[JMSG_LENGTH_MAX];
-  char warning[JMSG_LENGTH_MAX];
-};
-
-void jpeg_fail(j_common_ptr cinfo) {
-  auto* e = reinterpret_cast<JpegError*>(cinfo->err);
-  (*cinfo->err->format_message)(cinfo, e->message);
-  std::longjmp(e->jump, 1);
-}
-
-void jpeg_warning(j_common_ptr cinfo, int level) {
-  if (level >= 0) return;  // trace messages
-  auto* e = reinterpret_cast<JpegError*>(cinfo->err);
-  if (cinfo->err->num_warnings++ == 0) (*cinfo->err->format_message)(cinfo, e->warning);
-}
-
-// Decodes one complete JPEG stream of a w x h tile to RGB, reading it as colour space `space`
-// whatever its markers say, as OpenSlide does (TIFF's photometric decides: Aperio's RGB JPEG
-// tiles carry no marker). libjpeg's defaults otherwise: accurate integer IDCT, smooth upsampling.
-// Returns an empty string, or libjpeg's reason. Only trivially destructible objects live here,
-// as an error longjmps.
-std::string decode(jpeg_decompress_struct& cinfo, JpegError& err, const uint8_t* data,
-                   size_t size, J_COLOR_SPACE space, int w, int h, uint8_t* rgb) {
-  if (setjmp(err.jump)) {
-    jpeg_abort_decompress(&cinfo);
-    return err.message;
-  }
-  err.mgr.num_warnings = 0;
-  jpeg_mem_src(&cinfo, data, static_cast<unsigned long>(size));
-  jpeg_read_header(&cinfo, TRUE);
-  if (static_cast<int>(cinfo.image_width) != w || static_cast<int>(cinfo.image_height) != h ||
-      cinfo.num_components != 3) {
-    jpeg_abort_decompress(&cinfo);
-    return fmt::format("a {}x{} JPEG with {} components, not a {}x{} RGB tile", cinfo.image_width,
-                       cinfo.image_height, cinfo.num_components, w, h);
-  }
-  cinfo.jpeg_color_space = space;
-  cinfo.out_color_space = JCS_RGB;
-  jpeg_start_decompress(&cinfo);
-  while (cinfo.output_scanline < cinfo.output_height) {
-    JSAMPROW rows[8];
-    const int n = static_cast<int>(std::min<JDIMENSION>(8, cinfo.output_height - cinfo.output_scanline));
-    for (int i = 0; i < n; ++i) rows[i] = rgb + (static_cast<size_t>(cinfo.output_scanline) + i) * w * 3;
-    jpeg_read_scanlines(&cinfo, rows, static_cast<JDIMENSION>(n));
-  }
-  jpeg_finish_decompress(&cinfo);
-  if (err.mgr.num_warnings > 0) return fmt::format("corrupt JPEG data ({})", err.warning);
-  return {};
-}
 
 // Why the current directory of `tif` cannot be a direct level; empty when it can, with whether
 // its JPEG streams are decoded as RGB (TIFF's photometric: RGB or YCbCr) in `jpeg_rgb`.
@@ -110,27 +53,11 @@ std::string unsuitable(TIFF* tif, bool* jpeg_rgb) {
   return {};
 }
 
-// One thread's JPEG decoder and compressed-tile buffer, kept for the thread's life: decoders are
-// not shared, the decoded tiles are.
-struct Decoder {
-  jpeg_decompress_struct cinfo{};
-  JpegError error{};
-  std::vector<uint8_t> compressed;  // tables + one tile's stream
-
-  Decoder() {
-    cinfo.err = jpeg_std_error(&error.mgr);
-    error.mgr.error_exit = jpeg_fail;
-    error.mgr.emit_message = jpeg_warning;
-    jpeg_create_decompress(&cinfo);
-  }
-  ~Decoder() { jpeg_destroy_decompress(&cinfo); }
-  Decoder(const Decoder&) = delete;
-  Decoder& operator=(const Decoder&) = delete;
-};
-
-Decoder& thread_decoder() {
-  thread_local Decoder decoder;
-  return decoder;
+// One thread's buffer for a tile's compressed bytes (tables + one tile's stream), kept for the
+// thread's life.
+std::vector<uint8_t>& thread_compressed_buffer() {
+  thread_local std::vector<uint8_t> buffer;
+  return buffer;
 }
 
 }  // namespace
@@ -413,9 +340,9 @@ void TileReader::Impl::decode_tile(int level_index, int64_t col, int64_t row,
     ++counted.tiles_decoded;
     return;
   }
-  Decoder& d = thread_decoder();
+  std::vector<uint8_t>& compressed = thread_compressed_buffer();
   auto t0 = Clock::now();
-  read_stream(level_index, col, row, d.compressed);
+  read_stream(level_index, col, row, compressed);
   counted.bytes_read += static_cast<int64_t>(level.sizes[row * level.cols + col]);
   counted.read_s += seconds_since(t0);
 
@@ -424,15 +351,15 @@ void TileReader::Impl::decode_tile(int level_index, int64_t col, int64_t row,
   std::string error;
   switch (level.codec) {
     case TileCodec::kJpeg:
-      error = decode(d.cinfo, d.error, d.compressed.data(), d.compressed.size(),
-                     level.jpeg_rgb ? JCS_RGB : JCS_YCbCr, level.tile_w, level.tile_h, rgb.data());
+      error = decode_jpeg_tile(compressed.data(), compressed.size(), level.jpeg_rgb, level.tile_w,
+                               level.tile_h, rgb.data());
       break;
     case TileCodec::kJpeg2000:
-      error = decode_j2k(d.compressed.data(), d.compressed.size(), level.tile_w, level.tile_h,
+      error = decode_j2k(compressed.data(), compressed.size(), level.tile_w, level.tile_h,
                          rgb.data());
       break;
     case TileCodec::kRaw:
-      std::copy(d.compressed.begin(), d.compressed.end(), rgb.begin());
+      std::copy(compressed.begin(), compressed.end(), rgb.begin());
       break;
     case TileCodec::kSource:
       break;  // decoded above
