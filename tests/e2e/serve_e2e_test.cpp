@@ -2,7 +2,8 @@
 //   - every route of the API in process (Api::handle, no sockets), bad inputs included;
 //   - serve itself under mpirun with 1..3 ranks over loopback: the same answers as query (patch
 //     search, similar slides and patients over the slide and patient indexes, mosaic voting);
-//   - a bounded load test, a generation swap under load, a token on a non-loopback bind;
+//   - a generation swap under load, SIGTERM to mpirun, a token on a non-loopback bind (the load
+//     tests are in serve_load_e2e_test.cpp, the cohort in serve_cohort.h);
 //   - the page in headless chromium (web/browser_test.js), with a screenshot kept.
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -28,6 +29,7 @@
 #include "stages/serve/shards.h"
 #include "tests/e2e/cohort.h"
 #include "tests/e2e/e2e_util.h"
+#include "tests/e2e/serve_cohort.h"
 #include "tests/e2e/serve_service.h"
 #include "tests/synthslide/synthslide.h"
 
@@ -35,65 +37,6 @@ namespace tessera::e2e {
 namespace {
 
 using nlohmann::json;
-const std::string kPatchgen = TESSERA_PATCHGEN;
-const std::string kEmbed = TESSERA_EMBED;
-const std::string kIngest = TESSERA_INGEST;
-const std::string kQuery = TESSERA_QUERY;
-const std::string kServe = TESSERA_SERVE;
-const std::string kAggregate = TESSERA_AGGREGATE;
-
-// Four slides of three patients over two sites in two cohort parts, embedded and ingested into
-// "flat" (both parts, 3 shards) and "grown" (part 0 only; the reload test appends part 1); slide
-// and patient vectors (aggregate, mean) ingested into the slide-level index "mean-vit-tiny" and
-// the patient-level "mean-vit-tiny-patient", which serve finds beside "flat" (--slide-index auto).
-class Cohort : public ::testing::Environment {
- public:
-  static constexpr const char* kSlideIndex = "mean-vit-tiny";
-  static constexpr const char* kPatientIndex = "mean-vit-tiny-patient";
-  static fs::path dir() { return fs::temp_directory_path() / fmt::format("tessera_serve_e2e_{}", ::getpid()); }
-  static std::string run() { return (dir() / "run").string(); }
-  static std::string index(const std::string& name) { return run() + "/ingest/" + name; }
-  void SetUp() override {
-    fs::remove_all(dir());
-    fs::create_directories(dir());
-    const std::string manifest = write_cohort(dir(), {4, 1400, 100, 1200, 70},
-                                              "slide_id,path,patient_id,site,age\n"
-                                              "a,s0.tif,P1,lung,61\n"
-                                              "b,s1.tif,P1,colon,61\n"
-                                              "c,s2.tif,P2,lung,48\n"
-                                              "d,s3.tif,P3,colon,70\n");
-    ASSERT_TRUE(patch_and_embed(kPatchgen, kEmbed, manifest, run(), 2, 2));
-    std::string log;
-    ASSERT_EQ(run_command(mpirun(2) + kIngest + " --run " + run() +
-                              " --tag vit-tiny --name flat --threads 1 --shards 3 --normalize",
-                          &log), 0) << log;
-    ASSERT_EQ(run_command(mpirun(1) + kIngest + " --run " + run() +
-                              " --tag vit-tiny --name grown --threads 1 --shards 3 --normalize "
-                              "--embed-parts 0",
-                          &log), 0) << log;
-    for (const char* level : {"slide", "patient"}) {
-      ASSERT_EQ(run_command(mpirun(2) + kAggregate + " --run " + run() + " --tag vit-tiny --level " +
-                                level, &log), 0) << log;
-      ASSERT_EQ(run_command(mpirun(1) + kIngest + " --run " + run() + " --level " + level +
-                                " --slides " + (std::string(level) == "slide" ? kSlideIndex : kPatientIndex) +
-                                " --normalize", &log), 0) << log;
-    }
-  }
-  void TearDown() override {
-    if (!::testing::UnitTest::GetInstance()->Failed()) fs::remove_all(dir());
-  }
-};
-
-// Some patch ids of every slide.
-std::vector<int64_t> some_patches() {
-  std::vector<int64_t> ids;
-  for (int part = 0; part < 2; ++part) {
-    const IndexInfo info = load_index_info(Cohort::run() + fmt::format("/patchgen/part-{:05d}-of-00002", part));
-    const IndexRows rows = IndexReader(info.path).read_range(0, info.rows);
-    for (size_t i = 0; i < rows.size(); i += std::max<size_t>(1, rows.size() / 4)) ids.push_back(rows.patch_id[i]);
-  }
-  return ids;
-}
 
 std::vector<std::pair<int64_t, float>> pairs(const json& hits) {
   std::vector<std::pair<int64_t, float>> out;
@@ -624,109 +567,6 @@ TEST(ServeE2E, AnswersEqualQueryAtOneTwoAndThreeRanks) {
     EXPECT_EQ(big->status, 413);
     EXPECT_EQ(service.stop(), 0) << service.log();
   }
-}
-
-int64_t rss_of(int pid) {
-  std::ifstream in(fmt::format("/proc/{}/statm", pid));
-  int64_t size = 0, resident = 0;
-  in >> size >> resident;
-  return resident * ::sysconf(_SC_PAGESIZE);
-}
-
-TEST(ServeE2E, TwentyThousandMixedRequestsOverSixteenConnections) {
-  Service service(Cohort::dir(), 1, Cohort::index("flat"), "--tile-cache-mb 64", "load");
-  ASSERT_TRUE(service.running());
-  const std::vector<int64_t> patches = some_patches();
-  std::vector<std::string> tiles;
-  for (const char* s : {"a", "b", "c", "d"}) {
-    for (const char* t : {"0/0_0", "8/0_0", "10/1_1", "11/2_3", "11/0_0"}) {
-      tiles.push_back(fmt::format("/api/v1/slides/{}_files/{}.jpeg", s, t));
-    }
-  }
-  std::atomic<int64_t> server_errors{0}, failures{0}, answered{0};
-  std::mutex failed_mutex;
-  std::vector<std::string> failed;  // what the requests without an answer met
-  auto client = [&](int c, int requests) {
-    std::mt19937 rng(1000 + c);
-    httplib::Client cli("127.0.0.1", service.port());
-    cli.set_keep_alive(true);
-    cli.set_tcp_nodelay(true);
-    // A slow answer on a loaded machine is not a failure: only a dropped connection is (the
-    // client's default read timeout is 5 s; serve's own limit on a search is 30 s).
-    cli.set_read_timeout(120);
-    for (int i = 0; i < requests; ++i) {
-      const int kind = static_cast<int>(rng() % 10);
-      const int64_t p = patches[rng() % patches.size()];
-      auto r = [&]() -> httplib::Result {
-        switch (kind) {
-          case 0: case 1: case 2:
-            return cli.Post("/api/v1/search", json{{"patch_id", p}, {"k", 1 + rng() % 20}}.dump(), "application/json");
-          case 3:
-            return cli.Post("/api/v1/search", json{{"patch_id", p}, {"k", 10}, {"filter", rng() % 2 ? "site = lung" : "age > 50"}, {"exclude_same_patient", true}}.dump(), "application/json");
-          case 4: return cli.Get(tiles[rng() % tiles.size()].c_str());
-          case 5: return cli.Get(fmt::format("/api/v1/patches/{}.jpeg", p).c_str());
-          case 6: return cli.Get("/api/v1/slides");
-          case 7: return cli.Get("/api/v1/info");
-          case 8: return cli.Post("/api/v1/search", "{\"k\": -1, \"patch_id\": ", "application/json");
-          default: return cli.Get("/api/v1/slides/nosuch.dzi");
-        }
-      }();
-      if (!r) {
-        ++failures;
-        std::lock_guard<std::mutex> lock(failed_mutex);
-        failed.push_back(fmt::format("kind {}: {}", kind, httplib::to_string(r.error())));
-        continue;
-      }
-      ++answered;
-      if (r->status >= 500) ++server_errors;
-    }
-  };
-  auto round = [&](int total) {
-    std::vector<std::thread> threads;
-    for (int c = 0; c < 16; ++c) threads.emplace_back(client, c, total / 16);
-    for (auto& t : threads) t.join();
-  };
-  round(4000);  // warm-up: caches and allocator arenas reach their size
-  const int64_t before = rss_of(service.rank0());
-  round(20000);
-  const int64_t after = rss_of(service.rank0());
-  EXPECT_EQ(server_errors, 0);
-  EXPECT_EQ(failures, 0) << fmt::format("{}", fmt::join(failed, "; "));
-  EXPECT_EQ(answered, 24000);
-  EXPECT_LE(after, before * 105 / 100) << "RSS " << before << " -> " << after << " bytes";
-  httplib::Client c("127.0.0.1", service.port());
-  auto metrics = c.Get("/metrics");
-  ASSERT_TRUE(metrics);
-  EXPECT_NE(metrics->body.find("tessera_serve_batch_size_count"), std::string::npos);
-  EXPECT_EQ(service.stop(), 0) << service.log();
-}
-
-// Issue 21's third hostile round: 150 connections opened at once overflowed cpp-httplib's listen
-// backlog of 5 and some were reset; every one is answered now (200, or 503 when a round is full).
-TEST(ServeE2E, ABurstOfConnectionsIsAnsweredWithoutResets) {
-  Service service(Cohort::dir(), 1, Cohort::index("flat"), "", "burst");
-  ASSERT_TRUE(service.running());
-  const int64_t patch = some_patches().front();
-  std::atomic<int> answered{0}, failures{0};
-  std::vector<std::thread> threads;
-  for (int c = 0; c < 150; ++c) {
-    threads.emplace_back([&] {
-      httplib::Client cli("127.0.0.1", service.port());
-      cli.set_connection_timeout(60);
-      cli.set_read_timeout(60);
-      auto r = cli.Post("/api/v1/search", json{{"patch_id", patch}, {"k", 1000}}.dump(),
-                        "application/json");
-      if (r && (r->status == 200 || r->status == 503)) {
-        ++answered;
-      } else {
-        ++failures;
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  EXPECT_EQ(failures, 0);
-  EXPECT_EQ(answered, 150);
-  EXPECT_EQ(service.stop(), 0) << service.log();
 }
 
 TEST(ServeE2E, AnAppendedGenerationIsSwappedInWithoutFailingRequests) {
