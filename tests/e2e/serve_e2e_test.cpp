@@ -333,6 +333,14 @@ TEST(ServeE2E, BadRequestsGetA4xxAndTheServiceGoesOn) {
       {"POST", "/api/v1/search", json{{"patch_id", patch}}.dump() + std::string(1, '\0'), 400},
       {"POST", "/api/v1/search", "{\"vector\": [true, false, true]}", 400},
       {"POST", "/api/v1/similar-slides", "{\"slide_id\": \"\xff\"}", 400},
+      // Non-UTF-8 anywhere else (issue 30, item 7): a key, a bare body, a filter, base64 text
+      // with a character beyond ASCII, a path; each a 400 whose message stays valid JSON.
+      {"POST", "/api/v1/search", "{\"\xff\": 1}", 400},
+      {"POST", "/api/v1/search", "\xff\xfe", 400},
+      {"POST", "/api/v1/search", "{\"patch_id\": " + std::to_string(patch) + ", \"filter\": \"site = \xff\"}", 400},
+      {"POST", "/api/v1/search", "{\"image\": \"aGVs\\u00ffbG8=\"}", serve::image_search_available() ? 400 : 501},
+      {"GET", "/\xff", "", 404},
+      {"GET", "/\xc0\xae\xc0\xae/etc/passwd", "", 404},
       {"GET", "/api/v1/search", "", 405},
       {"GET", "/api/v1/patches/../../etc/passwd.jpeg", "", 400},
       {"GET", "/api/v1/patches/-1.jpeg", "", 400},
@@ -359,6 +367,10 @@ TEST(ServeE2E, BadRequestsGetA4xxAndTheServiceGoesOn) {
     EXPECT_EQ(e.at("error").at("code"), status) << path;
     EXPECT_FALSE(e.at("error").at("message").get<std::string>().empty()) << path;
   }
+  // A query string that is not UTF-8.
+  const serve::Response q = s.get("/api/v1/slides", {{"filter", "site = \xff\xc0"}});
+  EXPECT_EQ(q.status, 400) << q.body;
+  EXPECT_EQ(body_of(q).at("error").at("code"), 400);
   // ... and it still answers.
   EXPECT_EQ(s.post("/api/v1/search", json{{"patch_id", patch}, {"k", 3}}.dump()).status, 200);
 }
