@@ -30,4 +30,19 @@ if [[ -z "$name" ]]; then
   name="$(basename "$(dirname "${catalogs[0]}")")"
 fi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1
-exec mpirun -np "$ranks" --bind-to none "$build/stages/serve/serve" --index "$run/ingest/$name" "${extra[@]}"
+# mpirun in a session of its own, so that Ctrl-C (or SIGTERM) reaches this script only, which
+# passes SIGTERM to the ranks (mpirun's children) themselves: they stop together and mpirun exits
+# with their code (0). mpirun signalled itself ends the job as an abort and exits 1.
+setsid mpirun -np "$ranks" --bind-to none "$build/stages/serve/serve" --index "$run/ingest/$name" \
+  "${extra[@]}" &
+job=$!
+# shellcheck disable=SC2317  # called by the trap
+stop_ranks() { pkill -TERM -P "$job" || kill -TERM "$job" 2>/dev/null || true; }
+trap stop_ranks INT TERM
+status=0
+wait "$job" || status=$?
+while kill -0 "$job" 2>/dev/null; do  # a trapped signal ended the wait, not the job
+  status=0
+  wait "$job" || status=$?
+done
+exit "$status"
