@@ -192,6 +192,7 @@ class SearchLoad {
           }
           if (res->status != 200) {
             statuses_.push_back(res->status);
+            refusals_.push_back(res->body);
             continue;
           }
           const json answer = json::parse(res->body);  // kept: the loop below refers into it
@@ -217,6 +218,7 @@ class SearchLoad {
   }
   std::vector<std::pair<int, std::set<std::string>>> answers_;
   std::vector<int> statuses_;
+  std::vector<std::string> refusals_;  // their bodies
   std::vector<std::string> problems_;
 
  private:
@@ -297,6 +299,32 @@ TEST_F(ServeRun, EveryAnswerDuringAReloadComesFromTheGenerationItNames) {
     EXPECT_GT(with_new, 0) << "no answer held a slide of generation 1: the check cannot fail";
     const auto outcomes = job.stop();
     EXPECT_EQ(exit_codes(outcomes), std::vector<int>(ranks, 0)) << describe(outcomes);
+  }
+}
+
+// Issue 30, item 14: a stop left the searches in flight waiting for rounds that no longer ran,
+// until the request timeout (30 s) answered them 503. They are answered now, later ones are refused
+// as the service stops, every rank returns 0 and the registration is removed.
+TEST_F(ServeRun, AStopAnswersTheSearchesInFlight) {
+  const std::string registry = *dir_ / "stop-registry";
+  Job job(2, config(run_dir() + "/ingest/flat", registry));
+  const std::optional<int> port = job.port(registry, "flat");
+  ASSERT_TRUE(port.has_value()) << describe(job.stop());
+  SearchLoad load(*port, some_patches(), 4);
+  for (int i = 0; i < 500 && load.answered() < 8; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const auto outcomes = job.stop();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  load.finish();
+  EXPECT_EQ(exit_codes(outcomes), std::vector<int>(2, 0)) << describe(outcomes);
+  EXPECT_LT(seconds, 15) << "the stop waited for the request timeout";
+  EXPECT_FALSE(fs::exists(registry + "/flat.json")) << "the registration outlived the service";
+  for (size_t i = 0; i < load.statuses_.size(); ++i) {
+    EXPECT_EQ(load.statuses_[i], 503) << load.refusals_[i];
+    EXPECT_NE(load.refusals_[i].find("stopping"), std::string::npos) << load.refusals_[i];
   }
 }
 
