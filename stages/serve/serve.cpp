@@ -293,9 +293,9 @@ int run(const Config& config, Comm& comm, Controls& controls) {
   }
   if (comm.rank() == 0) {
     spdlog::info("stopping");
+    registration.reset();  // first: a slow client may hold a worker while the server stops
     server->stop();
     batcher.close();
-    registration.reset();
   }
   spdlog::info("stopped");
   return kExitOk;
