@@ -510,13 +510,13 @@ std::pair<std::vector<float>, json> Api::resolve(const Front& front, const Query
   return {std::move(v), std::move(source)};
 }
 
-std::vector<std::vector<query::Hit>> Api::run_jobs(std::vector<SearchJob> jobs) {
+std::vector<std::vector<query::Hit>> Api::run_jobs(std::vector<SearchJob> jobs, int generation) {
   const auto deadline =
       Clock::now() + std::chrono::duration_cast<Clock::duration>(
                          std::chrono::duration<double>(config_.limits.request_timeout_s));
   std::vector<std::future<std::vector<query::Hit>>> futures;
   try {
-    for (auto& job : jobs) futures.push_back(batcher_.submit(std::move(job)));
+    for (auto& job : jobs) futures.push_back(batcher_.submit(std::move(job), generation));
   } catch (const Error& e) {
     throw Unavailable(e.what());
   }
@@ -552,7 +552,7 @@ Response Api::search(const Front& front, const Request& request) {
   if (spec.exclude_same_patient) job.exclude_patient_of = slide;
   std::vector<SearchJob> jobs;
   jobs.push_back(std::move(job));
-  const std::vector<query::Hit> hits = std::move(run_jobs(std::move(jobs)).at(0));
+  const std::vector<query::Hit> hits = std::move(run_jobs(std::move(jobs), front.generation()).at(0));
   json list = json::array();
   for (size_t r = 0; r < hits.size(); ++r) {
     json h = query::hit_json(hits[r], r + 1, front.slides());

@@ -147,9 +147,11 @@ class Api {
   // over the resident patch index (its searches go through the batcher's collective rounds).
   Response similar(const Front& front, const Request& request, const std::string& level);
   Response mosaic_vote(const Front& front, const Request& request);
-  // Submits `jobs` to the rounds and waits for all of their hits (at most the request timeout).
-  // Throws InvalidInput for a search every rank refused, Unavailable (503) otherwise.
-  std::vector<std::vector<query::Hit>> run_jobs(std::vector<SearchJob> jobs);
+  // Submits `jobs` to the rounds, stamped `generation` (that of the Front the request resolved its
+  // query against: they are searched in that generation or not at all), and waits for all of
+  // their hits (at most the request timeout). Throws InvalidInput for a search every rank
+  // refused, Unavailable (503) otherwise (also when that generation was replaced meanwhile).
+  std::vector<std::vector<query::Hit>> run_jobs(std::vector<SearchJob> jobs, int generation);
   Response patch(const Front& front, const std::string& id);
   Response slide_resource(const Front& front, const std::string& rest, std::string& name);
   // The query vector of `spec` (normalised as the catalog says), and the slide of its stored

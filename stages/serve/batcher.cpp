@@ -5,12 +5,16 @@
 namespace tessera::serve {
 
 std::future<std::vector<query::Hit>> Batcher::submit(SearchJob job) {
+  return submit(std::move(job), -1);
+}
+
+std::future<std::vector<query::Hit>> Batcher::submit(SearchJob job, int generation) {
   Pending p{std::move(job), {}, 0, std::this_thread::get_id()};
   auto future = p.result.get_future();
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (refusing_ || closed_) fail("the service is stopping");
-    p.generation = generation_;
+    p.generation = generation < 0 ? generation_ : generation;
     ++waiting_[p.submitter];
     queue_.push_back(std::move(p));
   }
@@ -46,21 +50,27 @@ std::vector<Batcher::Pending> Batcher::take(std::chrono::duration<double> wait,
                                             int generation) {
   using Clock = std::chrono::steady_clock;
   std::unique_lock<std::mutex> lock(mutex_);
-  const auto ready = [&] { return closed_ || refusing_ || !queue_.empty(); };
-  if (!arrived_.wait_for(lock, wait, ready) || closed_ || queue_.empty() ||
-      queue_.front().generation != generation) {
-    return {};
-  }
+  const auto count = [&] {
+    size_t n = 0;
+    for (const Pending& p : queue_) n += p.generation == generation ? 1 : 0;
+    return n;
+  };
+  const auto ready = [&] { return closed_ || refusing_ || count() > 0; };
+  if (!arrived_.wait_for(lock, wait, ready) || closed_ || count() == 0) return {};
   if (!refusing_) {
     const auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(tick);
     arrived_.wait_until(lock, until,
-                        [&] { return closed_ || refusing_ || queue_.size() >= max_jobs; });
+                        [&] { return closed_ || refusing_ || count() >= max_jobs; });
     if (closed_) return {};
   }
   std::vector<Pending> batch;
-  while (!queue_.empty() && batch.size() < max_jobs && queue_.front().generation == generation) {
-    batch.push_back(std::move(queue_.front()));
-    queue_.pop_front();
+  for (auto it = queue_.begin(); it != queue_.end() && batch.size() < max_jobs;) {
+    if (it->generation != generation) {
+      ++it;
+      continue;
+    }
+    batch.push_back(std::move(*it));
+    it = queue_.erase(it);
   }
   return batch;
 }
@@ -110,6 +120,25 @@ void Batcher::close() {
 size_t Batcher::queued() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return queue_.size();
+}
+
+size_t Batcher::fail_older(int generation) {
+  std::vector<Pending> gone;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto it = queue_.begin(); it != queue_.end();) {
+      if (it->generation >= generation) {
+        ++it;
+        continue;
+      }
+      gone.push_back(std::move(*it));
+      it = queue_.erase(it);
+    }
+  }
+  answer_with_error(gone, std::make_exception_ptr(Error(
+                              "the index was replaced by a newer generation while this search "
+                              "waited; send it again")));
+  return gone.size();
 }
 
 size_t Batcher::queued(int generation) const {

@@ -32,6 +32,9 @@ class Batcher {
   // Queues `job`, stamped with generation(); the future holds its hits, or the exception of its
   // round. Throws Error ("the service is stopping") after refuse() or close().
   std::future<std::vector<query::Hit>> submit(SearchJob job);
+  // The same, stamped `generation`: the generation of the index its request resolved the query
+  // against (Front::generation), so that it is searched in that generation or not at all.
+  std::future<std::vector<query::Hit>> submit(SearchJob job, int generation);
 
   // The stamp of later submits. Jobs queued in submit order carry ascending stamps.
   void set_generation(int generation);
@@ -42,8 +45,8 @@ class Batcher {
   // holds jobs of one generation: the first job's.
   std::vector<Pending> take(std::chrono::duration<double> wait, std::chrono::duration<double> tick,
                             size_t max_jobs);
-  // The same, for the jobs stamped `generation` at the head of the queue only: empty at once when
-  // the head has another stamp. After refuse(), returns what is queued without waiting.
+  // The same, for the jobs stamped `generation` only, wherever they are queued (in queue order):
+  // empty after `wait` when none is. After refuse(), returns what is queued without waiting.
   std::vector<Pending> take(std::chrono::duration<double> wait, std::chrono::duration<double> tick,
                             size_t max_jobs, int generation);
 
@@ -61,6 +64,9 @@ class Batcher {
   void close();
   size_t queued() const;
   size_t queued(int generation) const;
+  // Fails every queued job stamped below `generation` (its index is gone: 503, retry) and returns
+  // how many.
+  size_t fail_older(int generation);
 
  private:
   void answered(const Pending& p);  // with mutex_ held

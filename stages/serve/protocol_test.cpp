@@ -67,5 +67,42 @@ TEST(ServeBatcher, TakeReturnsNothingWhenNothingArrives) {
   EXPECT_EQ(batch[0].job.k, 4);
 }
 
+// Issue 30, item 1: a job is searched in the generation its request resolved against, or not at
+// all. A round takes the jobs of one generation wherever they are queued (a late job of the old
+// generation behind new ones is not stuck), and once that generation is replaced its late jobs
+// fail (503) instead of being answered from another.
+TEST(ServeBatcher, JobsAreSearchedInTheirOwnGenerationOrRefused) {
+  Batcher b;
+  auto old1 = b.submit({{}, 1, 0, "", -1, -1}, 0);
+  auto new1 = b.submit({{}, 2, 0, "", -1, -1}, 1);
+  auto old2 = b.submit({{}, 3, 0, "", -1, -1}, 0);  // a request that held generation 0 longer
+  EXPECT_EQ(b.queued(0), 2u);
+  auto batch = b.take(std::chrono::milliseconds(10), std::chrono::milliseconds(1), 8, 0);
+  ASSERT_EQ(batch.size(), 2u);
+  EXPECT_EQ(batch[0].job.k, 1);
+  EXPECT_EQ(batch[1].job.k, 3);
+  EXPECT_EQ(batch[0].generation, 0);
+  b.answer(batch, {{query::Hit{1.f, 10}}, {query::Hit{1.f, 30}}});
+  EXPECT_EQ(old1.get().at(0).patch_id, 10);
+  EXPECT_EQ(old2.get().at(0).patch_id, 30);
+  EXPECT_TRUE(b.take(std::chrono::milliseconds(1), std::chrono::milliseconds(1), 8, 0).empty());
+  // Generation 0 is replaced; a job still stamped 0 arrives after the swap.
+  auto late = b.submit({{}, 4, 0, "", -1, -1}, 0);
+  EXPECT_EQ(b.fail_older(1), 1u);
+  EXPECT_THROW(late.get(), Error);
+  EXPECT_EQ(b.waiting_requests(), 1u);  // this thread, for new1
+  batch = b.take(std::chrono::milliseconds(10), std::chrono::milliseconds(1), 8, 1);
+  ASSERT_EQ(batch.size(), 1u);
+  EXPECT_EQ(batch[0].job.k, 2);
+  b.answer(batch, {{query::Hit{1.f, 20}}});
+  EXPECT_EQ(new1.get().at(0).patch_id, 20);
+  // Without a stamp of its own, a job takes the Batcher's (set_generation).
+  b.set_generation(1);
+  auto unstamped = b.submit({{}, 5, 0, "", -1, -1});
+  EXPECT_EQ(b.queued(1), 1u);
+  b.close();
+  EXPECT_THROW(unstamped.get(), Error);
+}
+
 }  // namespace
 }  // namespace tessera::serve

@@ -98,9 +98,10 @@ bool load_next(const Config& config, Comm& comm, std::unique_ptr<RankShards>& ne
   return next != nullptr;
 }
 
-// Whether every request that holds `front` (besides the Api and run()) waits for hits: none of
-// them can submit a search after requests get the next generation, so the jobs stamped with
-// `front`'s generation are all it will get.
+// Whether every request that holds `front` (besides the Api and run()) waits for hits: then none
+// of them can submit a search after requests get the next generation, and the swap will fail no
+// late search of `front`'s generation (each job carries its request's generation, so a late one
+// is refused, never answered from another generation).
 bool only_waiting_holders(const std::shared_ptr<const Front>& front, const Batcher& batcher) {
   return front.use_count() - 2 <= static_cast<long>(batcher.waiting_requests());
 }
@@ -253,6 +254,9 @@ int run(const Config& config, Comm& comm, Controls& controls) {
       } else if (!next && !stopping && (controls.reload.exchange(false) || due)) {
         command.kind = CommandKind::kReload;  // the load
       } else {
+        // A request that still held a replaced generation when it submitted: its search cannot
+        // be answered from that generation any more, and is not answered from another (503).
+        batcher.fail_older(active);
         pending = batcher.take(idle, tick, static_cast<size_t>(config.limits.max_batch), active);
         if (pending.empty()) continue;
         command.kind = CommandKind::kSearch;

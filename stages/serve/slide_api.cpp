@@ -135,7 +135,7 @@ Response Api::mosaic_vote(const Front& front, const Request& request) {
     job.exclude_slide = *slide;
     if (spec.exclude_same_patient) job.exclude_patient_of = *slide;
   }
-  const std::vector<std::vector<query::Hit>> hits = run_jobs(std::move(jobs));
+  const std::vector<std::vector<query::Hit>> hits = run_jobs(std::move(jobs), front.generation());
   const bool ip = catalog.metric == "ip";
   const json search = {{"index", catalog.index_spec},
                        {"metric", catalog.metric},
