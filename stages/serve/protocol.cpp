@@ -71,7 +71,7 @@ Command decode_command(const std::string& bytes) {
   Reader r(bytes);
   Command c;
   const uint8_t kind = r.get<uint8_t>();
-  TESSERA_CHECK(kind >= 1 && kind <= 3, "serve: unknown command {}", kind);
+  TESSERA_CHECK(kind >= 1 && kind <= 4, "serve: unknown command {}", kind);
   c.kind = static_cast<CommandKind>(kind);
   const uint64_t n = r.get<uint64_t>();
   TESSERA_CHECK(n <= bytes.size(), "serve: malformed command");

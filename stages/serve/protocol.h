@@ -20,11 +20,13 @@ struct SearchJob {
   int32_t exclude_patient_of = -1;  // leave out every slide of this slide's patient (-1: none)
 };
 
-enum class CommandKind : uint8_t { kSearch = 1, kReload = 2, kStop = 3 };
+// kSearchNext: a round of the generation being swapped in (every rank searches the shards it
+// loaded beside the current ones), while the current generation still answers its own searches.
+enum class CommandKind : uint8_t { kSearch = 1, kReload = 2, kStop = 3, kSearchNext = 4 };
 
 struct Command {
   CommandKind kind = CommandKind::kSearch;
-  std::vector<SearchJob> jobs;  // kSearch
+  std::vector<SearchJob> jobs;  // kSearch, kSearchNext
 };
 
 std::string encode_command(const Command& command);

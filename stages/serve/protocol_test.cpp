@@ -25,6 +25,8 @@ TEST(ServeProtocol, CommandsRoundTrip) {
   EXPECT_EQ(d.jobs[0].exclude_slide, 4);
   EXPECT_EQ(d.jobs[1].exclude_patient_of, 2);
   EXPECT_EQ(decode_command(encode_command({CommandKind::kStop, {}})).kind, CommandKind::kStop);
+  c.kind = CommandKind::kSearchNext;
+  EXPECT_EQ(decode_command(encode_command(c)).kind, CommandKind::kSearchNext);
 }
 
 TEST(ServeProtocol, DamagedCommandsThrow) {

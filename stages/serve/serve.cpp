@@ -34,10 +34,6 @@ namespace tessera::serve {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-// How long a loaded generation waits for the requests of the old one to reach their search before
-// new requests get it anyway.
-constexpr auto kFlipWait = std::chrono::seconds(5);
-
 namespace {
 
 Controls* g_controls = nullptr;
@@ -96,14 +92,6 @@ bool load_next(const Config& config, Comm& comm, std::unique_ptr<RankShards>& ne
   if (!problem.empty()) spdlog::warn("reload of '{}' failed: {}", config.index, problem);
   if (failed) next.reset();
   return next != nullptr;
-}
-
-// Whether every request that holds `front` (besides the Api and run()) waits for hits: then none
-// of them can submit a search after requests get the next generation, and the swap will fail no
-// late search of `front`'s generation (each job carries its request's generation, so a late one
-// is refused, never answered from another generation).
-bool only_waiting_holders(const std::shared_ptr<const Front>& front, const Batcher& batcher) {
-  return front.use_count() - 2 <= static_cast<long>(batcher.waiting_requests());
 }
 
 // Answers every job of a round, collectively; on rank 0 (`batcher` not null) each pending search
@@ -209,15 +197,16 @@ int run(const Config& config, Comm& comm, Controls& controls) {
   }
 
   // A generation is swapped in in three steps, so that every search is answered by the generation
-  // its request started with (the one its answer names): every rank loads it into `next` beside
-  // `shards` (a kReload command); rank 0 then hands it to new requests (the flip: a new Front, and
-  // new jobs stamped with its number) once every request of the old one waits for hits, answers
-  // the jobs of the old one from `shards`, and swaps (the next kReload) when none is queued.
+  // its request resolved the query against (the one its answer names, stamped on its jobs): every
+  // rank loads it into `next` beside `shards` (a kReload command); rank 0 then hands it to new
+  // requests (a new Front), and its rounds search `next` (kSearchNext) while the old generation's
+  // rounds still search `shards`; once no request holds the old Front and none of its searches is
+  // queued, the next kReload swaps `next` in and releases the old shards.
   std::unique_ptr<RankShards> next;
   std::shared_ptr<const Front> next_front;  // rank 0: `next`'s, until the flip
+  std::weak_ptr<const Front> old_front;     // rank 0: after the flip, the generation being left
   int active = 0;                           // rank 0: the generation `shards` holds
   bool flipped = false;                     // rank 0: requests get `next`'s generation
-  Clock::time_point loaded_at;
   std::string stamp = comm.rank() == 0 ? catalog_stamp(config.index) : "";
   auto polled = Clock::now();
   const auto tick = std::chrono::duration<double>(config.tick_ms / 1000.0);
@@ -236,30 +225,34 @@ int run(const Config& config, Comm& comm, Controls& controls) {
         polled = Clock::now();
         due = catalog_stamp(config.index) != stamp;
       }
-      if (next && !flipped && !stopping &&
-          (only_waiting_holders(front, batcher) || Clock::now() - loaded_at > kFlipWait)) {
-        if (!only_waiting_holders(front, batcher)) {
-          spdlog::warn("a request of generation {} still runs after {} s; new requests get the "
-                       "next one", active, std::chrono::duration<double>(kFlipWait).count());
-        }
+      if (next && !flipped && !stopping) {
         batcher.set_generation(active + 1);
         api->set_front(next_front);
+        old_front = front;
         front = std::move(next_front);
         flipped = true;
       }
-      if (next && flipped && batcher.queued(active) == 0 && !(stopping && batcher.queued() == 0)) {
+      if (next && flipped && old_front.expired() && batcher.queued(active) == 0 &&
+          !(stopping && batcher.queued() == 0)) {
         command.kind = CommandKind::kReload;  // the swap
       } else if (stopping && batcher.queued() == 0) {
         command.kind = CommandKind::kStop;
       } else if (!next && !stopping && (controls.reload.exchange(false) || due)) {
         command.kind = CommandKind::kReload;  // the load
       } else {
-        // A request that still held a replaced generation when it submitted: its search cannot
-        // be answered from that generation any more, and is not answered from another (503).
+        // A search of a generation no longer resident (none is expected: the old shards stay
+        // while a request holds the old Front) is refused (503), never answered from another.
         batcher.fail_older(active);
-        pending = batcher.take(idle, tick, static_cast<size_t>(config.limits.max_batch), active);
+        pending = batcher.take(idle, tick, static_cast<size_t>(config.limits.max_batch));
         if (pending.empty()) continue;
-        command.kind = CommandKind::kSearch;
+        const int generation = pending.front().generation;
+        if (generation != active && !(flipped && generation == active + 1)) {
+          batcher.answer_with_error(pending, std::make_exception_ptr(Error(fmt::format(
+                                                 "generation {} of the index is not served",
+                                                 generation))));
+          continue;
+        }
+        command.kind = generation == active ? CommandKind::kSearch : CommandKind::kSearchNext;
         for (auto& p : pending) command.jobs.push_back(p.job);
       }
       if (comm.size() > 1) comm.broadcast(encode_command(command), 0);
@@ -286,14 +279,15 @@ int run(const Config& config, Comm& comm, Controls& controls) {
         if (comm.rank() == 0) {
           next_front = std::make_shared<const Front>(next->catalog(), next->slides(), next_rows,
                                                      active + 1);
-          loaded_at = Clock::now();
         }
       }
       stamp = next_stamp;
       continue;
     }
-    search(comm, *shards, command.jobs, threads, pending, comm.rank() == 0 ? &batcher : nullptr,
-           comm.rank() == 0 ? &metrics : nullptr);
+    TESSERA_CHECK(command.kind == CommandKind::kSearch || next,
+                  "serve: a round of the next generation, which this rank has not loaded");
+    search(comm, command.kind == CommandKind::kSearch ? *shards : *next, command.jobs, threads,
+           pending, comm.rank() == 0 ? &batcher : nullptr, comm.rank() == 0 ? &metrics : nullptr);
   }
   if (comm.rank() == 0) {
     spdlog::info("stopping");
