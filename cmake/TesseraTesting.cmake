@@ -4,8 +4,10 @@
 # count, each launched as `mpirun -np n` with a gtest main that initialises MPI.
 # odls_base_sigkill_timeout 0: when a rank exits non-zero, Open MPI signals the job's processes
 # and by default waits 1 s twice before it returns; tests run hundreds of jobs that fail on purpose.
+# mpi_yield_when_idle 1: a rank waiting in a collective (serve's ranks wait for rank 0's next
+# command in MPI_Bcast) polls; yielding leaves the core to the other tests that ctest -j runs.
 set(TESSERA_MPIEXEC_FLAGS --oversubscribe --allow-run-as-root --mca btl self,vader
-    --mca odls_base_sigkill_timeout 0
+    --mca odls_base_sigkill_timeout 0 --mca mpi_yield_when_idle 1
     CACHE STRING "Extra flags for mpirun in tests")
 
 # The tests' own code is compiled with TESSERA_TEST_OPTIMIZATION (-O0 -g0), the code they test with
