@@ -93,6 +93,29 @@ TEST(Grid, OnlyWholePatchesInsideTheSlide) {
   EXPECT_TRUE(make_grid(99, 1000, level, 100, 100, 0.0, nullptr).empty());
 }
 
+// docs/operations.md ("QC images"): the grid starts at (0, 0) and the strip past the last whole
+// footprint, on the right and at the bottom, is narrower than one grid step and never patched.
+TEST(GridUncoveredStrip, IsUnderOneStepAndOnTheRightAndBottom) {
+  const LevelChoice level = choose_level({1}, 0.5, 0.5, 224, 0.1);
+  // The demo cohort's slides: 2000 x 1500 at 0.5 um/px, 224 px patches: 8 x 6 patches, strips of
+  // 208 and 156 px.
+  auto demo = make_grid(2000, 1500, level, 224, 224, 0.0, nullptr);
+  ASSERT_EQ(demo.size(), 48u);
+  EXPECT_EQ(demo.front().x, 0);
+  EXPECT_EQ(demo.front().y, 0);
+  EXPECT_EQ(2000 - (demo.back().x + 224), 208);
+  EXPECT_EQ(1500 - (demo.back().y + 224), 156);
+  for (const int stride : {224, 112}) {
+    for (int64_t width = 224; width < 224 * 4; width += 7) {
+      const auto row = make_grid(width, 224, level, 224, stride, 0.0, nullptr);
+      ASSERT_FALSE(row.empty()) << width;
+      const int64_t strip = width - (row.back().x + 224);
+      EXPECT_GE(strip, 0) << width;
+      EXPECT_LT(strip, stride) << width << " stride " << stride;
+    }
+  }
+}
+
 TEST(Grid, StrideAndMppConversion) {
   // level 0 at 0.25 um/px, target 0.5: footprint 200 level-0 px; stride 50 target px = 100 level-0.
   LevelChoice level = choose_level({1}, 0.25, 0.5, 100, 0.1);
