@@ -1,26 +1,51 @@
 #!/usr/bin/env bash
 # Serves an ingest output of a run on this machine and prints its URL:
 #
-#   launchers/serve.sh RUN [NAME] [--ranks R] [--build DIR] [-- SERVE_OPTIONS]
+#   launchers/serve.sh RUN [NAME] [--ranks R] [--build DIR] [SERVE_OPTIONS] [-- SERVE_OPTIONS]
 #
 # NAME is the folder under RUN/ingest (default: the only one there). R MPI ranks (default 1) hold
-# the shards; rank 0 answers http://127.0.0.1:8470/ unless SERVE_OPTIONS say --port/--bind.
-# Stop it with Ctrl-C.
+# the shards; rank 0 answers http://127.0.0.1:8470/ unless serve's options say --port/--bind.
+# Every other option is serve's (`build/stages/serve/serve --help`; each takes a value, as
+# `--port 8471` or `--port=8471`), before or after `--`. Stop it with Ctrl-C (or SIGTERM): the
+# ranks stop together and the script exits 0.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-build="$root/build" ranks=1 run="" name="" extra=()
+build="$root/build" ranks=1 run="" name="" extra=() help=0
+usage="usage: launchers/serve.sh RUN [NAME] [--ranks R] [--build DIR] [SERVE_OPTIONS] [-- SERVE_OPTIONS]"
 while (($#)); do
   case "$1" in
-    --ranks) ranks="$2"; shift ;;
-    --build) build="$2"; shift ;;
-    --) shift; extra=("$@"); break ;;
-    -*) echo "serve.sh: unknown option $1 (see the header of $0)" >&2; exit 2 ;;
+    -h|--help) help=1 ;;
+    --ranks|--build)
+      (($# >= 2)) || { echo "serve.sh: $1 needs a value" >&2; exit 2; }
+      if [[ "$1" == --ranks ]]; then ranks="$2"; else build="$2"; fi
+      shift ;;
+    --ranks=*) ranks="${1#*=}" ;;
+    --build=*) build="${1#*=}" ;;
+    --) shift; extra+=("$@"); break ;;
+    --*=*) extra+=("$1") ;;
+    -*)
+      (($# >= 2)) || { echo "serve.sh: serve's option $1 needs a value (see --help)" >&2; exit 2; }
+      extra+=("$1" "$2"); shift ;;
     *) if [[ -z "$run" ]]; then run="$1"; elif [[ -z "$name" ]]; then name="$1"; else
-         echo "serve.sh: too many arguments" >&2; exit 2; fi ;;
+         echo "serve.sh: too many arguments: '$1' (see --help)" >&2; exit 2; fi ;;
   esac
   shift
 done
-[[ -n "$run" ]] || { echo "usage: launchers/serve.sh RUN [NAME] [--ranks R] [-- SERVE_OPTIONS]" >&2; exit 2; }
+if ((help)); then
+  echo "$usage"
+  sed -n '5,10p' "$0" | sed 's/^# \{0,1\}//'
+  if [[ -x "$build/stages/serve/serve" ]]; then
+    printf "\nserve's options (%s):\n" "$build/stages/serve/serve"
+    "$build/stages/serve/serve" --help
+  fi
+  exit 0
+fi
+[[ -n "$run" ]] || { echo "$usage" >&2; exit 2; }
+[[ "$ranks" =~ ^[1-9][0-9]*$ ]] || { echo "serve.sh: --ranks must be a positive integer, got '$ranks'" >&2; exit 2; }
+[[ -x "$build/stages/serve/serve" ]] || {
+  echo "serve.sh: $build/stages/serve/serve is not built (cmake --build $build --target serve, or --build DIR)" >&2
+  exit 2
+}
 if [[ -z "$name" ]]; then
   shopt -s nullglob
   catalogs=("$run"/ingest/*/catalog.json)
