@@ -1,5 +1,8 @@
 #include "stages/status/render.h"
 
+#include <fstream>
+#include <sstream>
+
 #include <gtest/gtest.h>
 
 namespace tessera::status {
@@ -51,6 +54,28 @@ TEST(Render, EmptyRunAndNullsInJson) {
     EXPECT_TRUE(r[key].is_null()) << key;
   }
   EXPECT_EQ(r["state"], "incomplete");
+}
+
+// docs/operations.md ("--json") has a table row "| `key` |" for every key tessera-status --json
+// writes, at the top level and in each entry of `stages`.
+TEST(Render, OperationsDocListsEveryJsonKey) {
+  std::ifstream in(TESSERA_OPERATIONS_DOC);
+  ASSERT_TRUE(in) << TESSERA_OPERATIONS_DOC;
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string doc = text.str();
+  const auto documented = [&](const std::string& key) {
+    return doc.find("| `" + key + "` |") != std::string::npos ||
+           doc.find("| `" + key + "`, ") != std::string::npos ||
+           doc.find(", `" + key + "` |") != std::string::npos;
+  };
+  RunStatus s;
+  s.run = "/r";
+  s.stages = {row("patchgen", "", "", 0, 1, State::kIncomplete)};
+  s.services = {nlohmann::json{{"index", "/r/ingest/x"}, {"port", 8470}}};
+  const nlohmann::json j = to_json(s);
+  for (const auto& [key, value] : j.items()) EXPECT_TRUE(documented(key)) << key;
+  for (const auto& [key, value] : j.at("stages").at(0).items()) EXPECT_TRUE(documented(key)) << key;
 }
 
 }  // namespace
