@@ -72,4 +72,13 @@ std::string decided_by_root(Comm& comm, const std::function<std::string()>& deci
 // file); when it throws, every rank throws it as decided_by_root does.
 void done_by_root(Comm& comm, const std::function<void()>& act, bool wait_in_barrier = false);
 
+// Collective: decided_by_root's counterpart for a step every rank runs (checking its share of the
+// markers, loading its shards, searching them, parsing options). Runs `act` on every rank; when
+// it throws on any rank, every rank throws the error of the lowest rank that failed: the same
+// type (InvalidInput, IoError or Error), the same exit code, and its message, prefixed with
+// "rank R: " when R is not 0. An exception outside tessera::Error counts as an Error (exit code
+// 1) with its what(). When no rank fails it costs one allreduce of one integer; a failure adds
+// one broadcast.
+void agree_on_failure(Comm& comm, const std::function<void()>& act);
+
 }  // namespace tessera

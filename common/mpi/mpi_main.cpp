@@ -61,21 +61,6 @@ void check_thread_level(int provided) {
   }
 }
 
-std::optional<RankFailure> agree_on_failure(Comm& comm, const std::optional<RankFailure>& mine) {
-  const int64_t size = comm.size();
-  const int64_t top = comm.allreduce_max(mine ? size - comm.rank() : int64_t{0});
-  if (top == 0) return std::nullopt;
-  const int root = static_cast<int>(size - top);  // the lowest failing rank
-  std::string bytes;
-  if (comm.rank() == root) {
-    bytes = root == 0 ? mine->message : fmt::format("rank {}: {}", root, mine->message);
-    bytes.insert(0, fmt::format("{}\n", mine->exit_code));
-  }
-  bytes = comm.broadcast(bytes, root);
-  const size_t newline = bytes.find('\n');
-  return RankFailure{std::stoi(bytes.substr(0, newline)), bytes.substr(newline + 1)};
-}
-
 namespace {
 
 // --version and --help need no MPI: they are answered before MPI_Init, which is most of a short
@@ -131,29 +116,30 @@ int mpi_main(int argc, char** argv, const std::string& usage, OptionTable table,
 
     Request request = Request::kRun;
     StageMain run;
-    std::optional<RankFailure> failure;
     try {
-      if (session) check_thread_level(session->thread_level());
-      ParsedOptions parsed = parse_options(desc, args);
-      if (parsed.version) {
-        request = Request::kVersion;
-      } else if (parsed.help_all) {
-        request = Request::kHelpAll;
-      } else if (parsed.help) {
-        request = Request::kHelp;
-      } else {
-        init_logging(comm.rank(), comm.size(), parsed.values["log-level"].as<std::string>());
-        run = setup(parsed.values);
-      }
+      agree_on_failure(comm, [&] {
+        try {
+          if (session) check_thread_level(session->thread_level());
+          ParsedOptions parsed = parse_options(desc, args);
+          if (parsed.version) {
+            request = Request::kVersion;
+          } else if (parsed.help_all) {
+            request = Request::kHelpAll;
+          } else if (parsed.help) {
+            request = Request::kHelp;
+          } else {
+            init_logging(comm.rank(), comm.size(), parsed.values["log-level"].as<std::string>());
+            run = setup(parsed.values);
+          }
+        } catch (const Error&) {
+          throw;
+        } catch (const std::exception& e) {
+          fail("unexpected error: {}", e.what());
+        }
+      });
     } catch (const Error& e) {
-      failure = RankFailure{e.exit_code(), e.what()};
-    } catch (const std::exception& e) {
-      failure = RankFailure{kExitError, fmt::format("unexpected error: {}", e.what())};
-    }
-    failure = agree_on_failure(comm, failure);
-    if (failure) {
-      if (comm.rank() == 0) std::cerr << "error: " << failure->message << "\n";
-      return failure->exit_code;
+      if (comm.rank() == 0) std::cerr << "error: " << e.what() << "\n";
+      return e.exit_code();
     }
     if (request != Request::kRun) {
       if (comm.rank() == 0) {

@@ -36,19 +36,6 @@ bool started_by_mpi_launcher(const std::function<const char*(const char*)>& envi
 // MPI_THREAD_FUNNELED.
 void check_thread_level(int provided);
 
-// A failure of one rank: the exit code and the message to print.
-struct RankFailure {
-  int exit_code = 1;
-  std::string message;
-};
-
-// Collective. Agrees on the outcome of a step every rank ran on its own (option parsing, building
-// the Config), so that a failure on some ranks only ends the job instead of leaving the others
-// in the stage's first collective. `mine` is this rank's failure, nullopt on success. Returns
-// nullopt when every rank succeeded, else on every rank the failure of the lowest failing rank
-// (its message prefixed with "rank R: " unless R is 0), so every rank exits with the same code.
-std::optional<RankFailure> agree_on_failure(Comm& comm, const std::optional<RankFailure>& mine);
-
 // Runs on every rank after option parsing: builds and validates the stage's configuration
 // (throwing InvalidInput for bad values) and returns what runs the stage with it.
 using StageMain = std::function<int(Comm& comm)>;
@@ -59,9 +46,9 @@ using StageSetup = std::function<StageMain(const po::variables_map& options)>;
 // --help / --help-all / --version (printed by rank 0, exit 0), logging set-up, `setup`, then the
 // StageMain it returns.
 //   - Parsing, the MPI thread level, logging set-up and `setup` run on every rank and their
-//     outcome is agreed collectively (agree_on_failure) before any rank starts the stage: on a
-//     failure anywhere, rank 0 prints the message and every rank returns its exit code
-//     (kExitBadInput for options and configuration).
+//     outcome is agreed collectively (agree_on_failure, common/mpi/comm.h) before any rank starts
+//     the stage: on a failure anywhere, rank 0 prints the lowest failing rank's message and every
+//     rank returns its exit code (kExitBadInput for options and configuration).
 //   - The StageMain returns the exit code (collective outcomes such as an invalid manifest are
 //     returned by every rank alike).
 //   - An exception escaping the StageMain on any rank is logged with that rank and, when the job

@@ -7,25 +7,31 @@
 namespace tessera {
 namespace {
 
-TEST(AgreeOnFailure, EveryRankLearnsTheLowestFailingRank) {
+TEST(AgreeOnFailure, EveryRankThrowsTheLowestFailingRanksError) {
   MpiComm comm(MPI_COMM_WORLD);
-  EXPECT_FALSE(agree_on_failure(comm, std::nullopt).has_value());
+  EXPECT_NO_THROW(agree_on_failure(comm, [] {}));
 
-  // Only the last rank fails (with two lines in its message): every rank gets its outcome.
+  // Only the last rank fails (with two lines in its message): every rank throws its error.
   const int last = comm.size() - 1;
-  std::optional<RankFailure> mine;
-  if (comm.rank() == last) mine = RankFailure{kExitBadInput, "invalid --parts\nsecond line"};
-  auto agreed = agree_on_failure(comm, mine);
-  ASSERT_TRUE(agreed.has_value());
-  EXPECT_EQ(agreed->exit_code, kExitBadInput);
-  EXPECT_EQ(agreed->message, last == 0 ? "invalid --parts\nsecond line"
-                                       : fmt::format("rank {}: invalid --parts\nsecond line", last));
+  try {
+    agree_on_failure(comm, [&] {
+      if (comm.rank() == last) throw InvalidInput("invalid --parts\nsecond line");
+    });
+    ADD_FAILURE() << "rank " << comm.rank() << " did not throw";
+  } catch (const InvalidInput& e) {
+    EXPECT_EQ(std::string(e.what()),
+              last == 0 ? "invalid --parts\nsecond line"
+                        : fmt::format("rank {}: invalid --parts\nsecond line", last));
+  }
 
   // Every rank fails with its own code: rank 0's failure wins everywhere.
-  agreed = agree_on_failure(comm, RankFailure{10 + comm.rank(), fmt::format("r{}", comm.rank())});
-  ASSERT_TRUE(agreed.has_value());
-  EXPECT_EQ(agreed->exit_code, 10);
-  EXPECT_EQ(agreed->message, "r0");
+  try {
+    agree_on_failure(comm, [&] { throw Error(fmt::format("r{}", comm.rank()), 10 + comm.rank()); });
+    ADD_FAILURE() << "rank " << comm.rank() << " did not throw";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.exit_code(), 10);
+    EXPECT_STREQ(e.what(), "r0");
+  }
 }
 
 }  // namespace

@@ -25,15 +25,6 @@ TEST(MpiMain, ThreadLevelBelowFunneledIsRefused) {
   }
 }
 
-TEST(MpiMain, AgreeOnFailureWithOneRank) {
-  SerialComm comm;
-  EXPECT_FALSE(agree_on_failure(comm, std::nullopt).has_value());
-  const auto failure = agree_on_failure(comm, RankFailure{kExitBadInput, "invalid --stride"});
-  ASSERT_TRUE(failure.has_value());
-  EXPECT_EQ(failure->exit_code, kExitBadInput);
-  EXPECT_EQ(failure->message, "invalid --stride");
-}
-
 TEST(MpiMain, ALauncherIsRecognisedByItsEnvironment) {
   const auto only = [](std::map<std::string, std::string> vars) {
     return [vars = std::move(vars)](const char* name) -> const char* {

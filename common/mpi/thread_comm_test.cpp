@@ -117,24 +117,6 @@ TEST_P(ThreadCommSizes, DecidedByRootGivesEveryRankTheResultOrTheErrorKind) {
   });
 }
 
-// agree_on_failure (the MPI entry point's step after option parsing) under several ranks.
-TEST_P(ThreadCommSizes, AgreeOnFailureReportsTheLowestFailingRankEverywhere) {
-  const int R = GetParam();
-  run_ranks(R, [R](Comm& comm) {
-    EXPECT_FALSE(agree_on_failure(comm, std::nullopt).has_value());
-    std::optional<RankFailure> mine;
-    if (comm.rank() >= R / 2) mine = RankFailure{comm.rank() == R / 2 ? 2 : 1, "bad option"};
-    const auto agreed = agree_on_failure(comm, mine);
-    EXPECT_TRUE(agreed.has_value());
-    if (agreed) {
-      EXPECT_EQ(agreed->exit_code, 2);
-      EXPECT_EQ(agreed->message,
-                R / 2 == 0 ? "bad option" : "rank " + std::to_string(R / 2) + ": bad option");
-    }
-    return 0;
-  });
-}
-
 INSTANTIATE_TEST_SUITE_P(Ranks, ThreadCommSizes, ::testing::Values(1, 2, 3, 4, 7));
 
 TEST(ThreadComm, AGroupNeedsARank) {
