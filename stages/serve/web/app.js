@@ -1,11 +1,12 @@
 // tessera serve's page: a cohort list, an OpenSeadragon viewer over the service's DeepZoom tiles,
-// search by a point or a box, the hits as a grid, a similarity heatmap, downloads; similar slides
-// and cases of the open slide are in similar.js.
+// search by a point or a box, the hits as a grid (ranked outlines on the slide), downloads; the
+// heatmap and scale bar are in viewer_extras.js, the header, notices and filter help in explain.js,
+// similar slides and cases of the open slide in similar.js.
 'use strict';
 
 const api = '/api/v1';
 const state = { slides: [], slide: null, query: null, result: null, mode: 'point', overlays: [],
-                heat: null, info: null, cohort: new Map() };
+                heat: null, info: null, cohort: new Map(), selected: null };
 const $ = (id) => document.getElementById(id);
 
 function token() { return localStorage.getItem('tessera_token') || ''; }
@@ -30,7 +31,23 @@ async function call(path, body) {
 }
 
 function status(text) { $('status').textContent = text; }
-function showError(text) { $('error').hidden = !text; $('error').textContent = text || ''; }
+// An error of the service: its first line as text, the rest (a filter's text and the ^ under the
+// character at fault) in a monospaced block, so the marker stands where the message says.
+function showError(text) {
+  const box = $('error');
+  box.hidden = !text;
+  box.replaceChildren();
+  if (!text) return;
+  const [first, ...rest] = String(text).split('\n');
+  box.append(first);
+  if (rest.length) {
+    const pre = document.createElement('pre');
+    pre.className = 'marker';
+    pre.textContent = rest.map((l) => l.replace(/^ {2}/, '')).join('\n');
+    box.appendChild(pre);
+  }
+}
+function showNote(text) { $('note').hidden = !text; $('note').textContent = text || ''; }
 function esc(s) { return String(s).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]); }
 function slideUrl(id) { return api + '/slides/' + encodeURIComponent(id); }
 
@@ -59,56 +76,69 @@ async function loadSlides() {
 // ---- viewer -------------------------------------------------------------------------------
 const viewer = OpenSeadragon({
   id: 'viewer', prefixUrl: 'vendor/openseadragon/images/', showNavigator: true,
-  navigatorPosition: 'BOTTOM_LEFT', crossOriginPolicy: false, loadTilesWithAjax: true,
+  navigatorPosition: 'TOP_RIGHT', crossOriginPolicy: false, loadTilesWithAjax: true,
   ajaxHeaders: token() ? { Authorization: 'Bearer ' + token() } : {},
   gestureSettingsMouse: { clickToZoom: false, dblClickToZoom: true }, animationTime: 0.4,
   maxZoomPixelRatio: 2, visibilityRatio: 0.5,
 });
 
+// Opens a slide; with `focus` ({x, y, size}) the first view is already the region around it, so
+// that only the tiles of that view are fetched (not those of the whole slide first).
 function openSlide(id, focus) {
   return new Promise((resolve) => {
     const done = () => {
-      if (focus) focusOn(focus);
       onSlideOpened();
       drawOutlines();
       if ($('heatmap').checked) drawHeatmap();
       resolve();
     };
-    if (state.slide === id && viewer.world.getItemCount() > 0) { done(); return; }
+    if (state.slide === id && viewer.world.getItemCount() > 0) {
+      if (focus) focusOn(focus, false);
+      done();
+      return;
+    }
     state.slide = id;
     clearHeatmap();
     $('slide-title').textContent = id;
     for (const li of document.querySelectorAll('#slide-list li')) li.classList.toggle('active', li.dataset.slide === id);
-    viewer.addOnceHandler('open', done);
+    viewer.addOnceHandler('open', () => { if (focus) focusOn(focus, true); done(); });
     viewer.open(slideUrl(id) + '.dzi');
   });
 }
 
-function focusOn(f) {
+function focusOn(f, immediately) {
   const pad = f.size * 3;
   const rect = viewer.viewport.imageToViewportRectangle(f.x - pad, f.y - pad, f.size + 2 * pad, f.size + 2 * pad);
-  viewer.viewport.fitBounds(rect, false);
+  viewer.viewport.fitBounds(rect, immediately);
 }
 
-function addOutline(x, y, w, h, cls) {
+function addOutline(x, y, w, h, cls, tag) {
   const el = document.createElement('div');
   el.className = 'outline ' + (cls || '');
+  if (tag !== undefined) {
+    const label = document.createElement('span');
+    label.className = 'tag';
+    label.textContent = tag;
+    el.appendChild(label);
+  }
   viewer.addOverlay({ element: el, location: viewer.viewport.imageToViewportRectangle(x, y, w, h) });
   state.overlays.push(el);
 }
 
-// The query's patch (blue) and the hits of the open slide (amber).
+// The hits of the open slide (amber, with their rank; the clicked one white), then the query's
+// patch or box on top (blue); a hit that is the query patch itself is not drawn over it.
 function drawOutlines() {
   for (const el of state.overlays) viewer.removeOverlay(el);
   state.overlays = [];
   drawMosaic();
   if (!state.result || $('view-patches').hidden) return;
   const q = state.result.query;
+  for (const h of state.result.hits) {
+    if (h.slide_id !== state.slide || h.patch_id === q.patch_id) continue;
+    addOutline(h.x, h.y, h.footprint, h.footprint, h.patch_id === state.selected ? 'selected' : '', h.rank);
+  }
   if (q.slide_id === state.slide && q.box) addOutline(q.box[0], q.box[1], q.box[2], q.box[3], 'query');
   else if (q.slide_id === state.slide && q.footprint) addOutline(q.x, q.y, q.footprint, q.footprint, 'query');
-  for (const h of state.result.hits) {
-    if (h.slide_id === state.slide) addOutline(h.x, h.y, h.footprint, h.footprint);
-  }
 }
 
 let press = null, boxEl = null;
@@ -162,22 +192,37 @@ async function search(query) {
   if ($('view-patches').hidden) showTab('patches');
   state.query = query;
   showError('');
+  showNote('');
   status('searching…');
   try {
     const result = await call('/search', searchBody(query));
     state.result = result;
+    state.selected = null;
     renderHits();
     drawOutlines();
     if ($('heatmap').checked) drawHeatmap();
+    if (result.hits.length === 0 && result.filter) showNote(explainEmpty(result, state.cohort, state.info));
     status(`${result.hits.length} hits in ${result.latency_ms.toFixed(1)} ms`);
   } catch (err) {
+    // No hits of an earlier search stay on screen as if they answered this one.
+    state.result = null;
+    renderHits();
+    drawOutlines();
     showError(err.message);
     status('search failed');
   }
 }
 
+// The hits as labelled thumbnails; without a result (a failed search) none, and "no result".
 function renderHits() {
   const r = state.result;
+  const grid = $('hits');
+  grid.replaceChildren();
+  if (!r) {
+    $('hit-count').textContent = 'no result';
+    $('download-csv').disabled = $('download-json').disabled = true;
+    return;
+  }
   const q = r.query;
   $('hint').hidden = true;
   $('hit-count').textContent = `${r.hits.length} of k = ${r.k}`;
@@ -188,19 +233,21 @@ function renderHits() {
        <div class="muted">${esc(q.slide_id)} · x ${q.x}, y ${q.y}</div></div>`
     : q.box ? `<div><b>Query box</b><div class="muted">${esc(q.slide_id)} · mean of ${q.patches} patches</div></div>`
     : '<div><b>Query</b> <span class="muted">a vector</span></div>';
-  const grid = $('hits');
-  grid.replaceChildren();
   for (const h of r.hits) {
     const div = document.createElement('div');
     div.className = 'hit';
     div.dataset.patch = h.patch_id;
-    const extra = Object.keys(h).filter((k) => !['rank', 'score', 'patch_id', 'slide_id', 'patient_id', 'x', 'y', 'tissue', 'shard', 'footprint'].includes(k))
-      .map((k) => `${k}: ${h[k]}`).join(' · ');
+    const labels = Object.keys(h).filter((k) => !['rank', 'score', 'patch_id', 'slide_id', 'patient_id', 'x', 'y', 'tissue', 'shard', 'footprint'].includes(k))
+      .map((k) => `<div class="label"><span class="muted">${esc(k)}</span> ${esc(h[k])}</div>`).join('');
     div.title = `patch ${h.patch_id} · ${h.slide_id} at (${h.x}, ${h.y}) · tissue ${h.tissue.toFixed(2)}`;
     div.innerHTML = `<img alt="patch ${h.patch_id}" loading="lazy" src="${api}/patches/${h.patch_id}.jpeg">
       <div class="cap"><span class="score">${h.score.toFixed(4)}</span> <span class="muted">#${h.rank}</span>
-      <div class="sub">${esc(h.slide_id)} · ${esc(h.patient_id)}</div><div class="sub">${esc(extra)}</div></div>`;
-    div.addEventListener('click', () => openSlide(h.slide_id, { x: h.x, y: h.y, size: h.footprint }));
+      <div class="sub">${esc(h.slide_id)} · ${esc(h.patient_id)}</div>${labels}</div>`;
+    div.addEventListener('click', () => {
+      state.selected = h.patch_id;
+      for (const el of grid.children) el.classList.toggle('selected', el === div);
+      openSlide(h.slide_id, { x: h.x, y: h.y, size: h.footprint });
+    });
     grid.appendChild(div);
   }
   $('download-csv').disabled = $('download-json').disabled = r.hits.length === 0;
@@ -221,55 +268,15 @@ function csv(hits) {
   return [cols.map(cell).join(','), ...hits.map((h) => cols.map((c) => cell(h[c])).join(','))].join('\n') + '\n';
 }
 
-// ---- heatmap ------------------------------------------------------------------------------
-function clearHeatmap() {
-  if (state.heat) viewer.removeOverlay(state.heat);
-  state.heat = null;
-  $('legend').hidden = true;
-}
-
-function color(t) {
-  const stops = [[49, 54, 149], [116, 173, 209], [254, 224, 144], [244, 109, 67], [165, 0, 38]];
-  const at = Math.min(0.9999, Math.max(0, t)) * (stops.length - 1);
-  const i = Math.floor(at), f = at - i;
-  return stops[i].map((c, j) => Math.round(c + f * (stops[i + 1][j] - c)));
-}
-
-async function drawHeatmap() {
-  clearHeatmap();
-  if (!state.slide || !state.query) return;
-  try {
-    const { box, ...query } = state.query;
-    const h = await call('/heatmap', Object.assign({ target: state.slide }, box ? Object.assign(query, { box }) : query));
-    const item = viewer.world.getItemAt(0);
-    if (!item || h.slide_id !== state.slide || h.patches.length === 0) return;
-    const size = item.source.dimensions;
-    const fp = h.footprint;
-    const canvas = document.createElement('canvas');
-    canvas.width = Math.ceil(size.x / fp);
-    canvas.height = Math.ceil(size.y / fp);
-    canvas.className = 'heat';
-    const ctx = canvas.getContext('2d');
-    const span = h.max - h.min || 1;
-    for (const [x, y, s] of h.patches) {
-      const t = h.higher_is_better ? (s - h.min) / span : (h.max - s) / span;
-      const [r, g, b] = color(t);
-      ctx.fillStyle = `rgb(${r},${g},${b})`;
-      ctx.fillRect(Math.floor(x / fp), Math.floor(y / fp), 1, 1);
-    }
-    viewer.addOverlay({ element: canvas, location: viewer.viewport.imageToViewportRectangle(0, 0, canvas.width * fp, canvas.height * fp) });
-    state.heat = canvas;
-    $('legend').hidden = false;
-  } catch (err) {
-    showError(err.message);
-  }
-}
-
 // ---- wiring -------------------------------------------------------------------------------
 $('mode-point').addEventListener('click', () => setMode('point'));
 $('mode-box').addEventListener('click', () => setMode('box'));
 $('heatmap').addEventListener('change', (e) => (e.target.checked ? drawHeatmap() : clearHeatmap()));
-$('search-form').addEventListener('submit', (e) => { e.preventDefault(); if (state.query) search(state.query); });
+$('search-form').addEventListener('submit', (e) => {
+  e.preventDefault();
+  if (state.query) search(state.query);
+  else showNote('Nothing to search again yet: click a point or drag a box on the slide first.');
+});
 $('download-json').addEventListener('click', () => download('tessera-hits.json', 'application/json', JSON.stringify(state.result, null, 2)));
 $('download-csv').addEventListener('click', () => download('tessera-hits.csv', 'text/csv', csv(state.result.hits)));
 let typing = null;
@@ -279,9 +286,16 @@ $('slide-search').addEventListener('input', () => { clearTimeout(typing); typing
   try {
     const info = await call('/info');
     state.info = info;
-    const model = info.model && (info.model.model || info.model.kind) || 'model';
-    $('index-info').textContent = `${info.tag} · ${info.rows.toLocaleString()} patches · ${info.slides} slides · ${model} · ${info.index_spec} · ${info.ranks} rank(s)`;
     for (const s of (await call('/slides')).slides) state.cohort.set(s.slide_id, s);
+    const about = describeIndex(info, state.cohort);
+    $('index-info').textContent = about.text;
+    $('index-info').title = about.title;
+    const notice = modelNotice(info);
+    $('model-notice').hidden = !notice;
+    $('model-notice').textContent = notice || '';
+    const examples = filterExamples(info, state.cohort);
+    $('filter').placeholder = examples.patches;
+    $('similar-filter').placeholder = examples.vote;
     await loadSlides();
     if (state.slides.length) await openSlide(state.slides[0].slide_id);
     status('ready');

@@ -19,4 +19,5 @@ if [[ ! -f "$stamp" || "$here/package.json" -nt "$stamp" ]]; then
   touch "$stamp"
 fi
 cp -r "$out/npm/node_modules/openseadragon/build/openseadragon/." "$out/vendor/openseadragon/"
-cp "$here/index.html" "$here/app.js" "$here/similar.js" "$here/app.css" "$out/"
+cp "$here/index.html" "$here/app.css" "$here/app.js" "$here/explain.js" "$here/viewer_extras.js" \
+   "$here/similar.js" "$out/"

@@ -1,7 +1,8 @@
 // Similar slides and similar cases of the open slide (app.js): by slide or patient vector (the
 // slide indexes serve holds, /api/v1/similar-slides and /similar-patients) or by mosaic voting over
 // the patch index (/api/v1/mosaic-vote); a ranked list with thumbnails, scores or votes, labels and
-// patients; a click opens a slide.
+// patients; a click opens a slide. In mosaic voting, the hits each voting patch searches and the
+// rows listed are two settings (the votes depend on the first only).
 'use strict';
 
 const similar = { kind: null, result: null, method: null, mosaic: [] };
@@ -32,10 +33,23 @@ function fillMethods() {
   select.add(new Option('mosaic vote (patch index)', 'vote'));
   showFilter();
   $('similar-title').textContent = similar.kind === 'cases' ? 'Similar cases' : 'Similar slides';
+  $('similar-run').textContent = similar.kind === 'cases' ? 'Find similar cases' : 'Find similar slides';
+  showSimilarHint();
 }
 
 // Mosaic votes search the patch index, where query's filter language applies.
-function showFilter() { $('similar-filter-label').hidden = $('similar-method').value !== 'vote'; }
+function showFilter() {
+  const vote = $('similar-method').value === 'vote';
+  $('similar-filter-label').hidden = !vote;
+  $('vote-k-label').hidden = !vote;
+}
+
+function showSimilarHint() {
+  const what = similar.kind === 'cases' ? 'cases' : 'slides';
+  $('similar-hint').textContent = state.slide
+    ? `Press "${$('similar-run').textContent}" to rank the cohort's ${what} by likeness to ${state.slide}.`
+    : `Open a slide, then ask for similar ${what}.`;
+}
 
 async function findSimilar(kind) {
   if (kind) showTab(kind);
@@ -49,7 +63,7 @@ async function findSimilar(kind) {
   try {
     let result;
     if (method === 'vote') {
-      const body = { slide_id: state.slide, k, exclude_same_patient: exclude };
+      const body = { slide_id: state.slide, k: Number($('vote-k').value), top: k, exclude_same_patient: exclude };
       const filter = $('similar-filter').value.trim();
       if (filter) body.filter = filter;
       result = await call('/mosaic-vote', body);
@@ -108,11 +122,11 @@ function renderSimilar() {
   const r = similar.result;
   $('similar-hint').hidden = Boolean(r);
   $('similar-query').hidden = !r;
-  $('similar-count').textContent = r ? `${similarItems().length} of k = ${r.search.k}` : '';
+  $('similar-count').textContent = r ? `${similarItems().length} of ${r.search.top || r.search.k}` : '';
   if (!r) return;
   const source = state.cohort.get(similar.source) || { metadata: {} };
   const how = similar.method === 'vote'
-    ? `a mosaic of ${r.query.mosaic.length} patches voted (outlined in blue)`
+    ? `a mosaic of ${r.query.mosaic.length} patches voted, each for the ${similar.kind === 'cases' ? 'patients' : 'slides'} among its ${r.search.k} nearest patches (outlined in blue)`
     : `${r.search.rows} ${r.query.level}s searched by ${esc(r.search.encoder)} vectors`;
   const about = similar.method === 'vote' ? Object.entries(source.metadata) : Object.entries(r.query.labels || {});
   $('similar-query').innerHTML = `${thumb(similar.source)}<div><b>${similar.kind === 'cases' ? 'Cases like' : 'Slides like'} ${esc(similar.source)}</b>
@@ -150,7 +164,8 @@ function drawMosaic() {
 }
 
 function onSlideOpened() {
-  $('find-slides').disabled = $('find-cases').disabled = !state.slide;
+  $('find-slides').disabled = $('find-cases').disabled = $('similar-run').disabled = !state.slide;
+  showSimilarHint();
   for (const li of document.querySelectorAll('#similar-list li')) li.classList.toggle('active', li.dataset.slide === state.slide);
 }
 
@@ -159,7 +174,7 @@ $('find-cases').addEventListener('click', () => findSimilar('cases'));
 $('tab-patches').addEventListener('click', () => showTab('patches'));
 $('tab-slides').addEventListener('click', () => showTab('slides'));
 $('tab-cases').addEventListener('click', () => showTab('cases'));
-for (const id of ['similar-method', 'similar-k', 'similar-exclude']) {
+for (const id of ['similar-method', 'similar-k', 'vote-k', 'similar-exclude']) {
   $(id).addEventListener('change', () => { showFilter(); if (similar.result) findSimilar(); });
 }
 $('similar-form').addEventListener('submit', (e) => { e.preventDefault(); findSimilar(); });
