@@ -168,7 +168,7 @@ viewer.addHandler('canvas-release', (e) => {
   press = null;
   if (boxEl) { viewer.removeOverlay(boxEl); boxEl = null; }
   if (box[2] < 4 || box[3] < 4) return;
-  search({ slide_id: state.slide, x: box[0] + box[2] / 2, y: box[1] + box[3] / 2, box });
+  search({ slide_id: state.slide, x: Math.round(box[0] + box[2] / 2), y: Math.round(box[1] + box[3] / 2), box });
 });
 
 function setMode(mode) {

@@ -123,6 +123,19 @@ function check(ok, what) {
     const owners = await page.$$eval('#hits .hit .sub', (els) => els.map((e) => e.textContent.split(' · ')));
     check(owners.every(([slide, patient]) => slide !== 'c' && patient !== 'P2'),
       'every hit is of another patient than the query\'s (P2): ' + owners.map((o) => o.join('/')).join(' '));
+    // A dragged box searches the mean of its patches.
+    await page.click('#mode-box');
+    await page.mouse.move(box.x + box.width * 0.3, box.y + box.height * 0.3);
+    await page.mouse.down();
+    await page.mouse.move(box.x + box.width * 0.7, box.y + box.height * 0.7, { steps: 4 });
+    await page.mouse.up();
+    await page.waitForFunction(() => /Query box/.test(document.getElementById('query-card').textContent) &&
+      document.querySelectorAll('#hits .hit').length === 12);
+    check(/mean of \d+ patches/.test(await text('#query-card')) && await shown('.outline.query'),
+      'a dragged box searches the mean of its patches, outlined: ' + await text('#query-card .muted'));
+    await page.click('#mode-point');
+    await page.mouse.click(box.x + box.width / 2, box.y + box.height / 2);
+    await page.waitForFunction(() => /Query patch/.test(document.getElementById('query-card').textContent));
     const labels = "[...document.querySelectorAll('#hits .hit')].map((h) => [...h.querySelectorAll('.label')].map((l) => l.textContent).join(';'))";
     const sitesBefore = await page.evaluate(labels);
 
