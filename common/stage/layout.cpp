@@ -42,12 +42,16 @@ bool holds_stage(const std::string& dir) {
 }  // namespace
 
 const std::vector<StageDecl>& stage_graph() {
+  // A stage that reads embed's outputs is given the chain's --tag (embed's name option).
   static const std::vector<StageDecl> kGraph = {
-      {kPatchgenStage, kPatchgenStage, DirKind::kParts, "", {}},
-      {kEmbedStage, kEmbedStage, DirKind::kNamedParts, "--tag", {kPatchgenStage}},
-      {"aggregate", "slides", DirKind::kNamedParts, "--name", {kEmbedStage, kPatchgenStage}},
+      {kPatchgenStage, kPatchgenStage, DirKind::kParts, "", {}, "--out", Launch::kPerPart,
+       {"--manifest"}, ""},
+      {kEmbedStage, kEmbedStage, DirKind::kNamedParts, "--tag", {kPatchgenStage}, "--run",
+       Launch::kPerPart, {"--model"}, "--torch-threads"},
+      {kAggregateStage, "slides", DirKind::kNamedParts, "--name", {kEmbedStage, kPatchgenStage},
+       "--run", Launch::kWhenNamed, {}, ""},
       {kIngestStage, kIngestStage, DirKind::kNamedGenerations, "--name",
-       {kEmbedStage, kPatchgenStage, "aggregate"}},
+       {kEmbedStage, kPatchgenStage, kAggregateStage}, "--run", Launch::kOnce, {}, "--threads"},
   };
   return kGraph;
 }

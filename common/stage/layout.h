@@ -26,6 +26,7 @@ namespace tessera {
 // folder under RUN/.
 inline constexpr const char* kPatchgenStage = "patchgen";
 inline constexpr const char* kEmbedStage = "embed";
+inline constexpr const char* kAggregateStage = "aggregate";  // its folder is "slides"
 inline constexpr const char* kIngestStage = "ingest";
 
 // Where running services register themselves, RUN/serve/<index name>.json (serve's registry.h);
@@ -49,12 +50,25 @@ enum class DirKind {
   kNamedGenerations,  // RUN/<stage>/<name>/gen-NNNNN
 };
 
+// How the launchers (launchers/chain.sh, launchers/submit) run a stage. They build every command
+// from the declaration alone (see `StageDecl`), so a new stage needs no launcher of its own.
+enum class Launch {
+  kPerPart,    // once per cohort part, --part p --parts P (a Slurm job array: task p = part p)
+  kOnce,       // once, after the stages it reads
+  kWhenNamed,  // once, and only when the chain names it (--<stage> NAME)
+};
+
 struct StageDecl {
   std::string name;                // the stage: its executable, run.json's "stage"
   std::string folder;              // its folder under RUN/
   DirKind kind = DirKind::kParts;
   std::string name_option;         // the option that names its folder ("--tag", "--name")
   std::vector<std::string> reads;  // stages whose outputs it reads
+  std::string run_option = "--run";  // the option that names the run directory
+  Launch launch = Launch::kOnce;
+  // Options of the chain the launchers pass on as they are ("--manifest", "--model").
+  std::vector<std::string> chain_options;
+  std::string threads_option;  // the option of threads per rank ("--threads"), if any
 };
 
 // Every stage, in chain order (a stage comes after every stage it reads).

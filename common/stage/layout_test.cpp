@@ -50,10 +50,10 @@ TEST(Layout, StageGraphIsInChainOrderAndDownstreamIsTransitive) {
     }
   }
   EXPECT_EQ(downstream_stages(kPatchgenStage),
-            (std::vector<std::string>{kEmbedStage, "aggregate", kIngestStage}));
+            (std::vector<std::string>{kEmbedStage, kAggregateStage, kIngestStage}));
   EXPECT_EQ(downstream_stages(kEmbedStage),
-            (std::vector<std::string>{"aggregate", kIngestStage}));
-  EXPECT_EQ(downstream_stages("aggregate"), (std::vector<std::string>{kIngestStage}));
+            (std::vector<std::string>{kAggregateStage, kIngestStage}));
+  EXPECT_EQ(downstream_stages(kAggregateStage), (std::vector<std::string>{kIngestStage}));
   EXPECT_TRUE(downstream_stages(kIngestStage).empty());
   EXPECT_THROW(stage_decl("nonsense"), InvalidInput);
 }
@@ -64,8 +64,27 @@ TEST(Layout, EveryStageHasItsOwnFolder) {
     EXPECT_FALSE(decl.folder.empty()) << decl.name;
     EXPECT_TRUE(folders.insert(decl.folder).second) << decl.name << ": " << decl.folder;
   }
-  EXPECT_EQ(stage_decl("aggregate").folder, "slides");
+  EXPECT_EQ(stage_decl(kAggregateStage).folder, "slides");
   EXPECT_EQ(stage_decl(kEmbedStage).folder, kEmbedStage);
+}
+
+// What the launchers rely on when they build commands from the graph alone.
+TEST(Layout, EveryStageCanBeLaunchedFromItsDeclaration) {
+  for (const auto& decl : stage_graph()) {
+    EXPECT_TRUE(decl.run_option == "--run" || decl.run_option == "--out") << decl.name;
+    // A job array task p of a per-part stage waits for task p of what it reads (aftercorr), so
+    // it may read per-part stages only.
+    if (decl.launch == Launch::kPerPart) {
+      for (const auto& read : decl.reads) {
+        EXPECT_EQ(stage_decl(read).launch, Launch::kPerPart) << decl.name << " reads " << read;
+      }
+    }
+    // A stage run only when named needs a name option to take the name.
+    if (decl.launch == Launch::kWhenNamed) EXPECT_EQ(decl.name_option, "--name") << decl.name;
+    for (const auto& option : decl.chain_options) EXPECT_EQ(option.rfind("--", 0), 0u) << option;
+  }
+  EXPECT_EQ(stage_decl(kPatchgenStage).run_option, "--out");
+  EXPECT_EQ(stage_decl(kEmbedStage).chain_options, std::vector<std::string>{"--model"});
 }
 
 TEST(Layout, RunLayoutBuildsAndListsStageDirectories) {
@@ -80,8 +99,8 @@ TEST(Layout, RunLayoutBuildsAndListsStageDirectories) {
             (run / "ingest" / "uni" / "gen-00002").string());
   EXPECT_THROW(layout.stage_root(kEmbedStage), InvalidInput);
   // aggregate (a stage) writes RUN/slides/<name> (its folder).
-  EXPECT_EQ(layout.stage_base("aggregate"), (run / "slides").string());
-  EXPECT_EQ(layout.stage_root("aggregate", "mean-uni"), (run / "slides" / "mean-uni").string());
+  EXPECT_EQ(layout.stage_base(kAggregateStage), (run / "slides").string());
+  EXPECT_EQ(layout.stage_root(kAggregateStage, "mean-uni"), (run / "slides" / "mean-uni").string());
 
   // A split embed with part 1 missing, a one-part patchgen, two ingest generations.
   make_directories(layout.stage_root(kPatchgenStage));
@@ -105,11 +124,11 @@ TEST(Layout, RunLayoutBuildsAndListsStageDirectories) {
   EXPECT_EQ(in[1].part, 1);
   EXPECT_EQ(in[1].name, "uni");
   // Names and directories of aggregate are found under its folder, not under RUN/aggregate.
-  make_directories(layout.stage_root("aggregate", "mean-uni"));
-  atomic_write_file(stage_file(layout.stage_root("aggregate", "mean-uni"), kRunFile), "{}");
-  make_directories((run / "aggregate" / "decoy").string());
-  EXPECT_EQ(layout.names("aggregate"), (std::vector<std::string>{"mean-uni"}));
-  const auto ag = layout.stage_dirs("aggregate");
+  make_directories(layout.stage_root(kAggregateStage, "mean-uni"));
+  atomic_write_file(stage_file(layout.stage_root(kAggregateStage, "mean-uni"), kRunFile), "{}");
+  make_directories((run / kAggregateStage / "decoy").string());
+  EXPECT_EQ(layout.names(kAggregateStage), (std::vector<std::string>{"mean-uni"}));
+  const auto ag = layout.stage_dirs(kAggregateStage);
   ASSERT_EQ(ag.size(), 1u);
   EXPECT_EQ(ag[0].dir, (run / "slides" / "mean-uni").string());
   // A slide-level index is one stage directory at its name's root (no generations).

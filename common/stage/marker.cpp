@@ -14,6 +14,7 @@
 #include "common/core/error.h"
 #include "common/core/hash.h"
 #include "common/core/version.h"
+#include "common/stage/layout.h"
 #include "common/stage/lineage.h"
 
 namespace tessera {
@@ -265,14 +266,14 @@ StageState prepare_stage(Comm& comm, const std::string& stage, const std::string
                          const StageOptions& options, const nlohmann::json& run_fields,
                          const StageLinks& links) {
   StageState state;
-  const std::string ranks_lock = (fs::path(stage_dir) / kRanksLockFile).string();
+  const std::string ranks_lock = stage_file(stage_dir, kRanksLockFile);
   // "<action><token>", decided by rank 0.
   const std::string outcome = decided_by_root(comm, [&] {
     make_directories(stage_dir);
     state.job_token = new_job_token();
     if (options.file_locking) {
       std::string holder;
-      state.lock = FileLock::try_acquire((fs::path(stage_dir) / kLockFile).string(), &holder,
+      state.lock = FileLock::try_acquire(stage_file(stage_dir, kLockFile), &holder,
                                          FileLock::Mode::kExclusive,
                                          {{"job", state.job_token}});
       if (!state.lock) {
@@ -357,7 +358,7 @@ StageState prepare_stage(Comm& comm, const std::string& stage, const std::string
 bool job_holds_run(const std::string& stage_dir, const std::string& job_token, bool lock_holder) {
   // The holder must not even read the file: closing any descriptor of it would drop its lock.
   if (lock_holder) return true;
-  const std::string lock = (fs::path(stage_dir) / kLockFile).string();
+  const std::string lock = stage_file(stage_dir, kLockFile);
   std::optional<nlohmann::json> content;
   try {
     content = nlohmann::json::parse(read_file(lock));

@@ -26,26 +26,61 @@ int env_int(const std::map<std::string, std::string>& env, const std::string& na
 
 const char* to_string(VerifyLevel level) { return level == VerifyLevel::kFull ? "full" : "cheap"; }
 
-void add_stage_options(po::options_description& desc) {
-  po::options_description stage("Cohort parts and reruns");
-  stage.add_options()
-      ("part", po::value<int>(),
+void add_verify_option(OptionTable& table, const char* group, VerifyLevel level,
+                       const char* help) {
+  table.group(group)
+      ("verify", OptionKind::kRunControl, po::value<std::string>()->default_value(to_string(level)),
+       help ? help
+            : "how inputs and outputs that markers call complete are checked: cheap (sizes and an "
+              "XXH3 of each file's first and last 64 KiB) or full (an XXH3 of every byte)");
+}
+
+VerifyLevel verify_from(const po::variables_map& values) {
+  const std::string verify = values["verify"].as<std::string>();
+  if (verify == "cheap") return VerifyLevel::kCheap;
+  if (verify == "full") return VerifyLevel::kFull;
+  fail<InvalidInput>("invalid --verify: '{}', expected cheap or full", verify);
+}
+
+void add_rerun_options(OptionTable& table, const char* overwrite_help) {
+  add_verify_option(table, "Rerun control", VerifyLevel::kCheap);
+  table.group("Rerun control")
+      ("file-locking", OptionKind::kRunControl, value_with_default<bool>(true),
+       "lock the stage directory (false only for file systems mounted without locking)")
+      ("overwrite", OptionKind::kRunControl, po::bool_switch(), overwrite_help);
+}
+
+void add_part_options(OptionTable& table) {
+  table.group("Cohort parts")
+      ("part", OptionKind::kResult, po::value<int>(),
        "this part of the cohort, 0..parts-1 (slide j belongs to part j mod parts); default: "
        "from SLURM_ARRAY_TASK_ID, else 0")
-      ("parts", po::value<int>(),
-       "number of parts the cohort is split into; default: the Slurm array's size, else 1")
-      ("verify", po::value<std::string>()->default_value("cheap"),
-       "how inputs and outputs that markers call complete are checked: cheap (sizes and an XXH3 "
-       "of each file's first and last 64 KiB) or full (an XXH3 of every byte)")
-      ("file-locking", value_with_default<bool>(true),
-       "lock the stage directory (false only for file systems mounted without locking)")
-      ("overwrite", po::bool_switch(), "replace existing outputs made with another configuration");
-  desc.add(stage);
+      ("parts", OptionKind::kResult, po::value<int>(),
+       "number of parts the cohort is split into; default: the Slurm array's size, else 1");
+}
+
+StageOptions rerun_options_from(const po::variables_map& values) {
+  StageOptions o;
+  o.verify = verify_from(values);
+  o.file_locking = values["file-locking"].as<bool>();
+  o.overwrite = values["overwrite"].as<bool>();
+  return o;
+}
+
+void stage_option_values(const StageOptions& options, bool parts,
+                         std::map<std::string, std::string>& values) {
+  values["verify"] = to_string(options.verify);
+  values["file-locking"] = ini_value(options.file_locking);
+  values["overwrite"] = ini_value(false);
+  if (parts) {
+    values["part"] = ini_value(options.part);
+    values["parts"] = ini_value(options.parts);
+  }
 }
 
 StageOptions stage_options_from(const po::variables_map& values,
                                 const std::map<std::string, std::string>& env) {
-  StageOptions o;
+  StageOptions o = rerun_options_from(values);
   if (env.count("SLURM_ARRAY_TASK_ID")) {
     const int id = env_int(env, "SLURM_ARRAY_TASK_ID");
     const int min = env_int(env, "SLURM_ARRAY_TASK_MIN");
@@ -71,16 +106,6 @@ StageOptions stage_options_from(const po::variables_map& values,
   if (o.part < 0 || o.part >= o.parts) {
     fail<InvalidInput>("--part {} must be in 0..{} (--parts {})", o.part, o.parts - 1, o.parts);
   }
-  const std::string verify = values["verify"].as<std::string>();
-  if (verify == "cheap") {
-    o.verify = VerifyLevel::kCheap;
-  } else if (verify == "full") {
-    o.verify = VerifyLevel::kFull;
-  } else {
-    fail<InvalidInput>("--verify '{}' must be cheap or full", verify);
-  }
-  o.file_locking = values["file-locking"].as<bool>();
-  o.overwrite = values["overwrite"].as<bool>();
   return o;
 }
 

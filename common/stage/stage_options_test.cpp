@@ -9,11 +9,17 @@
 namespace tessera {
 namespace {
 
+OptionTable stage_table(bool parts) {
+  OptionTable t;
+  if (parts) add_part_options(t);
+  add_rerun_options(t, "replace outputs");
+  return t;
+}
+
 StageOptions parse(const std::vector<std::string>& args,
                    const std::map<std::string, std::string>& env = {}) {
-  po::options_description desc;
+  po::options_description desc = stage_table(true).description();
   add_common_options(desc);
-  add_stage_options(desc);
   return stage_options_from(parse_options(desc, args).values, env);
 }
 
@@ -58,6 +64,49 @@ TEST(StageOptions, BadPartsAndArraysAreRefused) {
                                                   {"SLURM_ARRAY_TASK_COUNT", "1"}};
   EXPECT_THROW(parse({}, one), InvalidInput);
   EXPECT_EQ(parse({"--part", "2", "--parts", "4"}, one).part, 2);
+}
+
+// A stage without parts (aggregate, ingest) takes the rerun options only, ignores a Slurm array,
+// and writes them to config.ini as one helper does for every stage.
+TEST(StageOptions, RerunOptionsAloneAndTheirConfigValues) {
+  po::options_description desc = stage_table(false).description();
+  add_common_options(desc);
+  const auto values = parse_options(desc, {"--verify", "full", "--overwrite"}).values;
+  const StageOptions o = rerun_options_from(values);
+  EXPECT_EQ(o.verify, VerifyLevel::kFull);
+  EXPECT_TRUE(o.overwrite);
+  EXPECT_TRUE(o.file_locking);
+  EXPECT_EQ(o.parts, 1);
+  EXPECT_THROW(parse_options(desc, {"--part", "1"}), std::exception);
+  std::map<std::string, std::string> ini;
+  stage_option_values(o, false, ini);
+  // --overwrite is never saved as true: feeding config.ini back must not wipe the run.
+  EXPECT_EQ(ini, (std::map<std::string, std::string>{
+                     {"verify", "full"}, {"file-locking", "true"}, {"overwrite", "false"}}));
+  stage_option_values(parse({"--part", "1", "--parts", "3"}), true, ini);
+  EXPECT_EQ(ini.at("part"), "1");
+  EXPECT_EQ(ini.at("parts"), "3");
+  EXPECT_EQ(ini.at("verify"), "cheap");
+  // What each kind of option is: parts change results, rerun options only how a run goes.
+  const OptionTable t = stage_table(true);
+  EXPECT_EQ(t.kind("parts"), OptionKind::kResult);
+  EXPECT_EQ(t.kind("overwrite"), OptionKind::kRunControl);
+  EXPECT_EQ(t.kind("verify"), OptionKind::kRunControl);
+}
+
+TEST(StageOptions, VerifyAloneForProgramsThatOnlyRead) {
+  OptionTable t;
+  add_verify_option(t, "Index", VerifyLevel::kFull, "what query checks");
+  po::options_description desc = t.description();
+  EXPECT_EQ(verify_from(parse_options(desc, {}).values), VerifyLevel::kFull);
+  EXPECT_EQ(verify_from(parse_options(desc, {"--verify", "cheap"}).values), VerifyLevel::kCheap);
+  try {
+    verify_from(parse_options(desc, {"--verify", "some"}).values);
+    FAIL() << "--verify some was accepted";
+  } catch (const InvalidInput& e) {
+    EXPECT_NE(std::string(e.what()).find("invalid --verify: 'some', expected cheap or full"),
+              std::string::npos) << e.what();
+  }
 }
 
 TEST(StageOptions, FolderNamesAreSafeAndShortEnoughForTheFilesMadeOfThem) {

@@ -9,13 +9,8 @@
 #include <vector>
 
 #include "common/mpi/comm.h"
+#include "common/stage/layout.h"  // kAggregateStage
 #include "stages/aggregate/config.h"
-
-namespace tessera {
-// The stage's name in the stage graph (common/stage/layout.cpp), whose folder is "slides":
-// it writes RUN/slides/<name>/ (RunLayout::stage_root).
-inline constexpr const char* kAggregateStage = "aggregate";
-}  // namespace tessera
 
 namespace tessera::aggregate {
 

@@ -47,14 +47,7 @@ OptionTable option_table() {
        "patches)")
       ("device", kResult, po::value<std::string>()->default_value("cpu"),
        "where a slide encoder runs: cpu, cuda or cuda:N");
-  t.group("Rerun control")
-      ("verify", kRunControl, po::value<std::string>()->default_value("cheap"),
-       "how inputs and completed outputs are checked: cheap (sizes, file ends) or full (every "
-       "byte)")
-      ("file-locking", kRunControl, value_with_default<bool>(true),
-       "lock run directories (false only on file systems without lock support)")
-      ("overwrite", kRunControl, po::bool_switch(),
-       "replace an aggregate output made with other settings");
+  add_rerun_options(t, "replace an aggregate output made with other settings");
   return t;
 }
 
@@ -68,11 +61,7 @@ Config config_from(const po::variables_map& v) {
   c.encoder_name = v["encoder-name"].as<std::string>();
   const std::string level = v["level"].as<std::string>();
   c.device = v["device"].as<std::string>();
-  const std::string verify = v["verify"].as<std::string>();
-  require(verify == "cheap" || verify == "full", "verify", "expected cheap or full");
-  c.stage.verify = verify == "full" ? VerifyLevel::kFull : VerifyLevel::kCheap;
-  c.stage.file_locking = v["file-locking"].as<bool>();
-  c.stage.overwrite = v["overwrite"].as<bool>();
+  c.stage = rerun_options_from(v);
   require(level == "slide" || level == "patient", "level", "expected slide or patient");
   c.level = level == "slide" ? Level::kSlide : Level::kPatient;
   require(c.pooling == "mean" || c.pooling == "max" || c.pooling == "mean+max", "pooling",
@@ -87,7 +76,7 @@ Config config_from(const po::variables_map& v) {
             "'" + c.slide_encoder + "' is not a readable file");
     c.slide_encoder = std::filesystem::absolute(c.slide_encoder).lexically_normal().string();
   }
-  const std::map<std::string, std::string> values = {
+  std::map<std::string, std::string> values = {
       {"run", c.run},
       {"tag", c.tag},
       {"name", c.name},
@@ -96,10 +85,8 @@ Config config_from(const po::variables_map& v) {
       {"encoder-name", c.encoder_name},
       {"level", level},
       {"device", c.device},
-      {"verify", verify},
-      {"file-locking", ini_value(c.stage.file_locking)},
-      {"overwrite", ini_value(false)},
   };
+  stage_option_values(c.stage, false, values);
   const OptionTable table = option_table();
   c.config_ini = table.config_ini(values);
   c.fingerprint_ini = table.fingerprint_ini(values);

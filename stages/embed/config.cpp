@@ -65,10 +65,8 @@ OptionTable option_table() {
       ("deterministic", kResult, po::bool_switch(),
        "run each image through the model on its own: embeddings then do not depend on batch "
        "companions, so outputs are byte-identical for any number of ranks (slower)");
-  po::options_description stage;
-  add_stage_options(stage);
-  t.add(stage, {{"part", kResult}, {"parts", kResult}, {"verify", kRunControl},
-                {"file-locking", kRunControl}, {"overwrite", kRunControl}});
+  add_part_options(t);
+  add_rerun_options(t, "replace existing outputs made with another configuration");
   add_fault_options(t, "patches embedded");
   return t;
 }
@@ -102,7 +100,7 @@ void require(bool ok, const char* option, const std::string& why) {
 
 // Every option's canonical value, from the validated Config.
 std::map<std::string, std::string> option_values(const Config& c) {
-  return {
+  std::map<std::string, std::string> values = {
       {"run", c.run},
       {"tag", c.tag},
       {"source", c.source},
@@ -122,13 +120,9 @@ std::map<std::string, std::string> option_values(const Config& c) {
       {"batch-size", ini_value(c.batch_size)},
       {"prefetch", ini_value(c.prefetch)},
       {"deterministic", ini_value(c.deterministic)},
-      {"part", ini_value(c.stage.part)},
-      {"parts", ini_value(c.stage.parts)},
-      {"verify", to_string(c.stage.verify)},
-      {"file-locking", ini_value(c.stage.file_locking)},
-      // Never saved as true: feeding config.ini back must not wipe the run it describes.
-      {"overwrite", ini_value(false)},
   };
+  stage_option_values(c.stage, true, values);
+  return values;
 }
 
 }  // namespace

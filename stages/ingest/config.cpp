@@ -66,14 +66,7 @@ OptionTable option_table() {
       ("train-size", kResult, po::value<int64_t>()->default_value(100000),
        "vectors sampled to train an index that needs training (IVF, PQ)")
       ("seed", kResult, po::value<uint64_t>()->default_value(0), "seed of the training sample");
-  t.group("Rerun control")
-      ("verify", kRunControl, po::value<std::string>()->default_value("cheap"),
-       "how inputs and completed outputs are checked: cheap (sizes, file ends) or full (every "
-       "byte)")
-      ("file-locking", kRunControl, value_with_default<bool>(true),
-       "lock run directories (false only on file systems without lock support)")
-      ("overwrite", kRunControl, po::bool_switch(),
-       "replace an ingest output made with other settings (every generation)");
+  add_rerun_options(t, "replace an ingest output made with other settings (every generation)");
   add_fault_options(t, "vectors added");
   return t;
 }
@@ -139,11 +132,7 @@ Config config_from(const po::variables_map& v) {
   if (!c.slides.empty()) require_folder_name("slides", c.slides);
   require(c.level != "patch" || c.slides.empty(), "slides", "goes with --level slide|patient");
   require(c.level == "patch" || !c.append, "append", "is for --level patch only");
-  const std::string verify = v["verify"].as<std::string>();
-  require(verify == "cheap" || verify == "full", "verify", "expected cheap or full");
-  c.stage.verify = verify == "full" ? VerifyLevel::kFull : VerifyLevel::kCheap;
-  c.stage.file_locking = v["file-locking"].as<bool>();
-  c.stage.overwrite = v["overwrite"].as<bool>();
+  c.stage = rerun_options_from(v);
   c.stage.faults = faults_from(v);
   if (!c.tag.empty()) require_folder_name("tag", c.tag);
   if (!c.name.empty()) require_folder_name("name", c.name);
@@ -156,7 +145,7 @@ Config config_from(const po::variables_map& v) {
           "must be 1..16777216");
   require(c.threads >= 0 && c.threads <= 1024, "threads", "must be 0..1024");
   require(!(c.append && c.stage.overwrite), "append", "cannot be combined with --overwrite");
-  const std::map<std::string, std::string> values = {
+  std::map<std::string, std::string> values = {
       {"run", c.run},
       {"tag", c.tag},
       {"name", c.name},
@@ -173,10 +162,8 @@ Config config_from(const po::variables_map& v) {
       {"assign", to_string(c.assign)},
       {"train-size", ini_value(c.train_size)},
       {"seed", ini_value(c.seed)},
-      {"verify", verify},
-      {"file-locking", ini_value(c.stage.file_locking)},
-      {"overwrite", ini_value(false)},
   };
+  stage_option_values(c.stage, false, values);
   const OptionTable table = option_table();
   c.config_ini = table.config_ini(values);
   // The tag, name and parts enter the fingerprint as ingest resolves them (ingest.cpp), so that

@@ -91,10 +91,8 @@ OptionTable option_table() {
        "decoded and each plan read by about one rank), block-cyclic:B or cyclic")
       ("qc", kResult, value_with_default<bool>(true),
        "write a QC PNG and GeoJSON per slide and a cohort overview PNG");
-  po::options_description stage;
-  add_stage_options(stage);
-  t.add(stage, {{"part", kResult}, {"parts", kResult}, {"verify", kRunControl},
-                {"file-locking", kRunControl}, {"overwrite", kRunControl}});
+  add_part_options(t);
+  add_rerun_options(t, "replace existing outputs made with another configuration");
   add_fault_options(t, "patches written");
   return t;
 }
@@ -137,7 +135,7 @@ std::string compression_text(int deflate_level) {
 
 // Every option's canonical value, from the validated Config.
 std::map<std::string, std::string> option_values(const Config& c) {
-  return {
+  std::map<std::string, std::string> values = {
       {"manifest", c.manifest},
       {"slides", c.slides},
       {"ext", c.ext},
@@ -171,13 +169,9 @@ std::map<std::string, std::string> option_values(const Config& c) {
       {"chunk-patches", ini_value(c.layout.chunk_patches)},
       {"partition", c.partition.to_string()},
       {"qc", ini_value(c.qc)},
-      {"part", ini_value(c.stage.part)},
-      {"parts", ini_value(c.stage.parts)},
-      {"verify", to_string(c.stage.verify)},
-      {"file-locking", ini_value(c.stage.file_locking)},
-      // Never saved as true: feeding config.ini back must not wipe the run it describes.
-      {"overwrite", ini_value(false)},
   };
+  stage_option_values(c.stage, true, values);
+  return values;
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include "common/core/error.h"
 #include "common/core/fs.h"
 #include "common/core/hash.h"
+#include "common/stage/layout.h"
 #include "common/stage/marker.h"
 #include "common/store/index.h"
 #include "common/store/store.h"
@@ -24,7 +25,7 @@ void hash_vector(Sha256& h, const std::vector<T>& v) {
 }  // namespace
 
 RunDigest digest_run(const std::string& stage_dir) {
-  if (!fs::exists(fs::path(stage_dir) / kSuccessFile)) {
+  if (!path_exists(stage_file(stage_dir, kSuccessFile))) {
     fail<IoError>("'{}' is not a completed patchgen run (no _SUCCESS)", stage_dir);
   }
   const IndexInfo info = load_index_info(stage_dir);

@@ -24,6 +24,7 @@
 #include "common/core/fs.h"
 #include "common/core/hash.h"
 #include "common/core/progress.h"
+#include "common/stage/layout.h"
 #include "common/stage/partition.h"
 #include "common/slide/slide.h"
 #include "common/store/store.h"
@@ -313,7 +314,7 @@ ExtractStats extract_rank(const Manifest& manifest, const PartPlan& part, const 
 
   ShardWriter writer(shard_path, config.layout, rank, world_size);
   Progress progress("extract", stats.planned, {rank, config.stage.part, config.stage.parts},
-                    rank == 0, (fs::path(stage_dir) / "progress.jsonl").string(),
+                    rank == 0, stage_file(stage_dir, kProgressFile),
                     config.progress_interval);
 
   // The rank's items, slide by slide, from the partition arithmetic: a job holds one slide's

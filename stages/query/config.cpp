@@ -22,11 +22,12 @@ OptionTable option_table() {
        "ingest output to search: RUN/ingest/<tag> (the folder of catalog.json)")
       ("mmap", kRunControl, value_with_default<bool>(true),
        "map index files into memory instead of reading them (IVF lists, flat codes)")
-      ("verify", kRunControl, po::value<std::string>()->default_value("full"),
-       "check the shard files this process loads against the catalog: full (the XXH3 of every "
-       "byte, once per load) or cheap (sizes and file ends only: damage inside a file is served)")
       ("threads", kRunControl, po::value<int>()->default_value(0),
        "search threads per process (0: the cores of its CPU affinity)");
+  add_verify_option(t, "Index", VerifyLevel::kFull,
+                    "check the shard files this process loads against the catalog: full (the XXH3 "
+                    "of every byte, once per load) or cheap (sizes and file ends only: damage "
+                    "inside a file is served)");
   t.group("Query (exactly one source)")
       ("patch", kRunControl, po::value<int64_t>(), "a stored patch, by patch id")
       ("slide", kRunControl, po::value<std::string>(),
@@ -136,9 +137,7 @@ Config config_from(const po::variables_map& v) {
   c.threads = v["threads"].as<int>();
   c.mmap = v["mmap"].as<bool>();
   c.device = v["device"].as<std::string>();
-  const std::string verify = v["verify"].as<std::string>();
-  require(verify == "cheap" || verify == "full", "verify", "expected cheap or full");
-  c.verify = verify == "full" ? VerifyLevel::kFull : VerifyLevel::kCheap;
+  c.verify = verify_from(v);
   require(c.k >= 1 && c.k <= 100000, "k", "must be 1..100000");
   require(c.nprobe >= 0, "nprobe", "must be >= 0");
   require(c.ef_search >= 0, "ef-search", "must be >= 0");

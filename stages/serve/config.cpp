@@ -31,8 +31,6 @@ OptionTable option_table() {
        "ingest output to serve: RUN/ingest/<name> (the folder of catalog.json)")
       ("mmap", kRunControl, value_with_default<bool>(true),
        "map index files into memory instead of reading them (IVF lists, flat codes)")
-      ("verify", kRunControl, po::value<std::string>()->default_value("cheap"),
-       "check shard files against the catalog at start and reload: cheap or full")
       ("slide-index", kRunControl, po::value<std::string>()->default_value("auto"),
        "slide- and patient-level indexes (ingest --level slide|patient) for similar slides and "
        "cases: auto (the siblings of --index made from its embed tag), none, or DIR[,DIR...]")
@@ -40,6 +38,8 @@ OptionTable option_table() {
        "search threads per rank (0: the cores of its CPU affinity)")
       ("poll", kRunControl, po::value<double>()->default_value(10),
        "seconds between checks of catalog.json for a new generation (0: on SIGHUP only)");
+  add_verify_option(t, "Index", VerifyLevel::kCheap,
+                    "check shard files against the catalog at start and reload: cheap or full");
   t.group("HTTP")
       ("bind", kRunControl, po::value<std::string>()->default_value("127.0.0.1"),
        "address to listen on; anything but loopback needs --token-file")
@@ -93,9 +93,7 @@ Config config_from(const po::variables_map& v) {
   c.slide_index = v["slide-index"].as<std::string>();
   require(!c.slide_index.empty(), "slide-index", "give auto, none or DIR[,DIR...]");
   c.registry_dir = v["registry"].as<std::string>();
-  const std::string verify = v["verify"].as<std::string>();
-  require(verify == "cheap" || verify == "full", "verify", "expected cheap or full");
-  c.verify = verify == "full" ? VerifyLevel::kFull : VerifyLevel::kCheap;
+  c.verify = verify_from(v);
   c.limits.max_k = v["max-k"].as<int>();
   const int body_kb = v["max-body-kb"].as<int>();
   const int filter = v["max-filter"].as<int>();

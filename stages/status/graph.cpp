@@ -19,6 +19,19 @@ const char* kind_name(DirKind kind) {
   return "?";
 }
 
+const char* launch_name(Launch launch) {
+  switch (launch) {
+    case Launch::kPerPart: return "per_part";
+    case Launch::kOnce: return "once";
+    case Launch::kWhenNamed: return "when_named";
+  }
+  return "?";
+}
+
+nlohmann::json or_null(const std::string& text) {
+  return text.empty() ? nlohmann::json(nullptr) : nlohmann::json(text);
+}
+
 }  // namespace
 
 std::string stage_folder(const StageDecl& decl) {
@@ -35,10 +48,13 @@ nlohmann::json graph_json() {
     stages.push_back({{"name", decl.name},
                       {"folder", stage_folder(decl)},
                       {"kind", kind_name(decl.kind)},
-                      {"name_option", decl.name_option.empty() ? nlohmann::json(nullptr)
-                                                               : nlohmann::json(decl.name_option)},
+                      {"name_option", or_null(decl.name_option)},
                       {"reads", decl.reads},
-                      {"executable", decl.name}});
+                      {"executable", decl.name},
+                      {"run_option", decl.run_option},
+                      {"launch", launch_name(decl.launch)},
+                      {"chain_options", decl.chain_options},
+                      {"threads_option", or_null(decl.threads_option)}});
   }
   return {{"format_version", 1}, {"stages", stages}};
 }

@@ -47,14 +47,18 @@ TEST(Graph, TheCommandPrintsItAndRefusesARun) {
   EXPECT_EQ(nlohmann::json::parse(out.str()), nlohmann::json::parse(R"({"format_version": 1,
     "stages": [
       {"name": "patchgen", "folder": "patchgen", "executable": "patchgen", "kind": "parts",
-       "name_option": null, "reads": []},
+       "name_option": null, "reads": [], "run_option": "--out", "launch": "per_part",
+       "chain_options": ["--manifest"], "threads_option": null},
       {"name": "embed", "folder": "embed", "executable": "embed", "kind": "named_parts",
-       "name_option": "--tag", "reads": ["patchgen"]},
+       "name_option": "--tag", "reads": ["patchgen"], "run_option": "--run",
+       "launch": "per_part", "chain_options": ["--model"], "threads_option": "--torch-threads"},
       {"name": "aggregate", "folder": "slides", "executable": "aggregate", "kind": "named_parts",
-       "name_option": "--name", "reads": ["embed", "patchgen"]},
+       "name_option": "--name", "reads": ["embed", "patchgen"], "run_option": "--run",
+       "launch": "when_named", "chain_options": [], "threads_option": null},
       {"name": "ingest", "folder": "ingest", "executable": "ingest",
        "kind": "named_generations", "name_option": "--name",
-       "reads": ["embed", "patchgen", "aggregate"]}]})"));
+       "reads": ["embed", "patchgen", "aggregate"], "run_option": "--run", "launch": "once",
+       "chain_options": [], "threads_option": "--threads"}]})"));
   std::ostringstream out2, err2;
   EXPECT_EQ(status_main({"--graph", "/tmp"}, out2, err2), 2);
   EXPECT_NE(err2.str().find("--graph takes no run directory"), std::string::npos);

@@ -16,8 +16,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The stage whose outputs ingest --level slide|patient indexes (stages/aggregate).
-constexpr const char* kSlideVectorStage = "aggregate";
+// The stage whose outputs ingest --level slide|patient indexes.
+constexpr const char* kSlideVectorStage = kAggregateStage;
 
 }  // namespace
 

@@ -89,7 +89,7 @@ void scan_ingest(const std::string& run, const std::string& name,
     const std::string path = join_path(root, kCatalogFile);
     std::string why;
     try {
-      why = check_text_seal(join_path(last, kSuccessFile), kCatalogSealField, path,
+      why = check_text_seal(stage_file(last, kSuccessFile), kCatalogSealField, path,
                             read_file(path));
     } catch (const std::exception& e) {
       why = e.what();
@@ -234,7 +234,7 @@ RunStatus scan_run(const std::string& run) {
     // config.ini keeps --run (patchgen's --out) as it was given, perhaps relative to where the
     // stage ran, or the run's place before it was moved: the command names this run, which the
     // command line makes win over config.ini, so that it acts on this run from any directory.
-    s.next += fmt::format(" {} {}", s.stage == kPatchgenStage ? "--out" : "--run",
+    s.next += fmt::format(" {} {}", stage_decl(s.stage).run_option,
                           shell_word(status.run));
     status.next.push_back(s.next);
   }

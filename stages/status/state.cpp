@@ -91,7 +91,7 @@ void read_stage_dir(StageStatus& s) {
   if (stale && s.problem.empty()) s.problem = stale_why;
   bool running = false;
   try {
-    running = FileLock::held_elsewhere(join_path(s.dir, kRanksLockFile));
+    running = FileLock::held_elsewhere(stage_file(s.dir, kRanksLockFile));
   } catch (const std::exception& e) {
     if (s.problem.empty()) s.problem = std::string("cannot tell whether a job runs: ") + e.what();
   }
@@ -112,7 +112,7 @@ void read_stage_dir(StageStatus& s) {
     if (s.tag.empty()) s.tag = json_get<std::string>(run_json, "slides").value_or("");
   }
   if (s.level.empty()) s.level = json_get<std::string>(run_json, "level").value_or("");
-  s.progress = last_progress(join_path(s.dir, "progress.jsonl"));
+  s.progress = last_progress(stage_file(s.dir, kProgressFile));
 
   // A run.json that exists but cannot be read (or holds no rank count): nothing here can be
   // resumed or trusted.

@@ -5,7 +5,8 @@
 #   chain_test.sh SOURCE_DIR BUILD_DIR WORK_DIR
 #
 # 1. The launchers' stages are those of `tessera-status --graph`, in its order; a stage added to
-#    the graph (a tessera-status whose graph has one more) is seen and reported as not run.
+#    the graph (a tessera-status whose graph has one more) is run by both, its command built from
+#    its declaration.
 # 2. Bad options exit 2; a stage that fails gives the chain its exit code.
 # 3. patchgen -> embed -> aggregate -> ingest (patch level) -> ingest --level slide, P = 2; a
 #    rerun redoes nothing.
@@ -29,28 +30,53 @@ rm -rf "$work" && mkdir -p "$work"
 log "the launchers' stages are the graph's"
 names() { /usr/bin/python3 -c 'import json, sys; print(" ".join(s["name"] for s in json.load(sys.stdin)["stages"]))'; }
 graph="$("$status" --graph | names)"
-[[ "$graph" == "patchgen embed aggregate ingest" ]] || fail "unexpected graph: $graph"
 listed="$("$chain" --build "$build" --list-stages | awk '{print $1}' | xargs)"
 [[ "$listed" == "$graph" ]] || fail "chain.sh lists '$listed', the graph has '$graph'"
 listed="$("$submit" --build "$build" --list-stages | awk '{print $1}' | xargs)"
 [[ "$listed" == "$graph" ]] || fail "submit lists '$listed', the graph has '$graph'"
-# A tessera-status whose graph has a stage 'extra' before ingest.
+# A tessera-status whose graph has a stage 'extra' before ingest: both launchers run it from its
+# declaration alone (a new stage needs no launcher edit).
 cat > "$work/status-extra" <<STUB
 #!/bin/sh
+[ "\$1" = --graph ] || exec "$status" "\$@"
 "$status" --graph | /usr/bin/python3 -c '
 import json, sys
 g = json.load(sys.stdin)
 g["stages"].insert(3, {"name": "extra", "folder": "extra", "kind": "named_parts",
-                       "name_option": "--name", "reads": ["embed"], "executable": "extra"})
+                       "name_option": "--name", "reads": ["embed"], "executable": "extra",
+                       "run_option": "--run", "launch": "once", "chain_options": ["--model"],
+                       "threads_option": "--workers"})
 print(json.dumps(g))'
 STUB
 chmod +x "$work/status-extra"
 listed="$(TESSERA_STATUS="$work/status-extra" "$chain" --build "$build" --list-stages)"
-grep -qx "extra not-run $build/stages/extra/extra" <<<"$listed" || fail "chain.sh: $listed"
-[[ "$(awk '{print $1}' <<<"$listed" | xargs)" == "patchgen embed aggregate extra ingest" ]] ||
-  fail "chain.sh does not keep the graph's order: $listed"
+grep -qx "extra once $build/stages/extra/extra" <<<"$listed" || fail "chain.sh: $listed"
+with_extra="$("$work/status-extra" --graph | names)"
+[[ "$(awk '{print $1}' <<<"$listed" | xargs)" == "$with_extra" ]] ||
+  fail "chain.sh does not keep the graph's order ($with_extra): $listed"
 listed="$("$submit" --build "$build" --status-tool "$work/status-extra" --list-stages)"
-grep -qx "extra not-submitted extra" <<<"$listed" || fail "submit: $listed"
+grep -qx "extra job extra" <<<"$listed" || fail "submit: $listed"
+# Its command: run option, chain option, --tag (it reads embed), its name, threads, its args; it
+# runs after the per-part stages and before ingest.
+TESSERA_STATUS="$work/status-extra" "$chain" --build "$build" --run /r --manifest /m.csv \
+  --model vit-tiny --tag t --threads 3 --ranks 1 --extra-args "--x 1" --dry-run > "$work/extra.sh" ||
+  fail "chain.sh --dry-run exited $?"
+# Every stage not run only when named, in the graph's order (per-part ones: one part).
+unnamed="$("$work/status-extra" --graph | /usr/bin/python3 -c '
+import json, sys
+print(" ".join(s["name"] for s in json.load(sys.stdin)["stages"] if s["launch"] != "when_named"))')"
+[[ "$(awk '{print $7}' "$work/extra.sh" | xargs -n1 basename | xargs)" == "$unnamed" ]] ||
+  fail "chain.sh --dry-run runs other than $unnamed: $(cat "$work/extra.sh")"
+grep -qx -- "mpirun -np 1 --oversubscribe --bind-to none $build/stages/extra/extra --run /r --model vit-tiny --tag t --workers 3 --x 1" \
+  "$work/extra.sh" || fail "chain.sh runs extra as: $(grep extra/extra "$work/extra.sh")"
+"$submit" --build "$build" --status-tool "$work/status-extra" --run "$work/dry" \
+  --manifest "$work/m.csv" --parts 2 --model vit-tiny --extra-sbatch "--mem=1G" --dry-run > "$work/extra-submit.sh" ||
+  fail "submit --dry-run exited $?"
+# shellcheck disable=SC2016  # the dry run prints shell variables
+grep -q -- 'TESSERA_STAGE=extra,TESSERA_RUN_OPTION=--run,TESSERA_PER_PART=0,TESSERA_THREADS_OPTION=--workers,.*--job-name=tessera-extra .*--dependency=afterok:${embed}" --mem=1G .*/slurm/stage.sbatch --run [^ ]*/dry --model vit-tiny --tag vit-tiny)$' \
+  "$work/extra-submit.sh" || fail "submit runs extra as: $(cat "$work/extra-submit.sh")"
+[[ "$(grep -o 'job-name=tessera-[a-z]*' "$work/extra-submit.sh" | sed 's/job-name=tessera-//' | xargs)" == \
+   "$unnamed" ]] || fail "submit's order is not $unnamed: $(cat "$work/extra-submit.sh")"
 
 # Where the layout puts aggregate's outputs (RUN/<folder>/<name>).
 agg="$("$status" --graph | /usr/bin/python3 -c '
@@ -138,13 +164,11 @@ incomplete="$("$status" "$run" --incomplete || true)"
 mkdir -p "$run/slurm"
 /usr/bin/python3 - "$run/slurm/submit.json" "$work/manifest.csv" <<'PY'
 import json, sys
-keys = ["manifest", "parts", "model", "tag", "name", "gpu", "failed_slides", "patchgen_args",
-        "embed_args", "aggregate_args", "ingest_args", "sbatch", "patchgen_sbatch", "embed_sbatch",
-        "aggregate_sbatch", "ingest_sbatch", "build", "scripts", "srun_mpi", "aggregate",
-        "slide_index"]
+keys = ["manifest", "parts", "model", "tag", "name", "gpu", "failed_slides", "sbatch", "build",
+        "scripts", "srun_mpi", "slide_index", "args", "stage_sbatch", "named"]
 cfg = dict.fromkeys(keys)
 cfg.update(manifest=sys.argv[2], parts=2, model="vit-tiny", tag="vit-tiny", name="vit-tiny",
-           gpu=False, failed_slides="continue", aggregate="mean", slide_index="mean-idx")
+           gpu=False, failed_slides="continue", named={"aggregate": "mean"}, slide_index="mean-idx")
 json.dump(cfg, open(sys.argv[1], "w"))
 PY
 "$submit" --rerun-failed "$run" --build "$build" --dry-run > "$work/rerun.sh" 2> "$work/rerun.err" ||
@@ -157,6 +181,18 @@ grep -q -- 'ingest.sbatch --run [^ ]* --tag vit-tiny --name vit-tiny)$' "$work/r
 # shellcheck disable=SC2016  # the dry run prints shell variables
 grep -q -- '--dependency=afterok:${aggregate}.*--level slide --slides mean --name mean-idx' \
   "$work/rerun.sh" || fail "the slide index does not wait for aggregate: $(cat "$work/rerun.sh")"
+# A submit.json of the launcher before its options were per stage of the graph gives the same.
+/usr/bin/python3 - "$run/slurm/submit.json" <<'PY'
+import json, sys
+cfg = json.load(open(sys.argv[1]))
+cfg.update(aggregate=cfg.pop("named")["aggregate"], patchgen_args=None, ingest_args=None)
+for k in ("args", "stage_sbatch"):
+    del cfg[k]
+json.dump(cfg, open(sys.argv[1], "w"))
+PY
+"$submit" --rerun-failed "$run" --build "$build" --dry-run > "$work/rerun-old.sh" 2>/dev/null ||
+  fail "submit --rerun-failed of an old submit.json exited $?"
+cmp -s "$work/rerun.sh" "$work/rerun-old.sh" || fail "an old submit.json resubmits otherwise: $(diff "$work/rerun.sh" "$work/rerun-old.sh")"
 rm -r "$run/slurm"
 n="$(run_every_next)"
 # aggregate, the slide index, the patch index, and the suggested ingest of tag 'second'.

@@ -137,7 +137,7 @@ case "$case_name" in
     out="$("$submit" --run "$work/dry/run" --manifest "$work/cohort/manifest.csv" --parts 3 \
       --model vit-tiny --build "$build" --dry-run)"
     echo "$out"
-    grep -q -- '--array=0-2 .*patchgen.sbatch --manifest' <<<"$out" || fail "no patchgen array"
+    grep -q -- '--array=0-2 .*patchgen.sbatch --out [^ ]* --manifest' <<<"$out" || fail "no patchgen array"
     # shellcheck disable=SC2016  # the dry run prints shell variables
     grep -q -- '--dependency=aftercorr:${patchgen}.*embed.sbatch' <<<"$out" || fail "no aftercorr"
     # shellcheck disable=SC2016
