@@ -1,6 +1,6 @@
 // serve_bench: the service against in-process search of the same queries, side by side in one run
 // (docs/performance.md, "serve"). Per repetition:
-//   inproc     the index loaded in this process (serve's RankShards, one rank): each query searched
+//   inproc     the index loaded in this process (search::RankShards, one rank): each query searched
 //              alone (latency p50/p99), and all of them in rounds of --clients (queries/s);
 //   start      `serve` started on the index (one rank): seconds from exec to the first search
 //              answered over HTTP;
@@ -38,7 +38,7 @@
 #include "common/core/fs.h"
 #include "common/vector/vector_index.h"
 #include "stages/serve/deepzoom.h"
-#include "stages/serve/shards.h"
+#include "common/search/rank_shards.h"
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
@@ -142,7 +142,7 @@ int run(int argc, char** argv) {
   // Unit-length Gaussian query vectors, a pure function of the seed.
   std::mt19937 rng(7);
   std::normal_distribution<float> normal;
-  std::vector<serve::SearchJob> jobs(Q);
+  std::vector<search::SearchJob> jobs(Q);
   std::vector<std::string> bodies(Q);
   for (int q = 0; q < Q; ++q) {
     jobs[q].vector.resize(catalog.dim);
@@ -173,7 +173,7 @@ int run(int argc, char** argv) {
     json r;
     {
       set_vector_threads(threads);
-      serve::RankShards shards(index, 0, 1, true, VerifyLevel::kCheap);
+      search::RankShards shards(index, 0, 1, true, VerifyLevel::kCheap);
       shards.search({jobs[0]}, threads);  // warm-up
       std::vector<double> single;
       for (const auto& job : jobs) {
@@ -183,7 +183,7 @@ int run(int argc, char** argv) {
       }
       const auto t0 = Clock::now();
       for (int q = 0; q < Q; q += clients) {
-        shards.search(std::vector<serve::SearchJob>(jobs.begin() + q, jobs.begin() + std::min(Q, q + clients)), threads);
+        shards.search(std::vector<search::SearchJob>(jobs.begin() + q, jobs.begin() + std::min(Q, q + clients)), threads);
       }
       r["inproc"] = {{"p50_ms", percentile(single, 0.5)}, {"p99_ms", percentile(single, 0.99)},
                      {"batched_qps", Q / (ms_since(t0) / 1000)}};

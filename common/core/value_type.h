@@ -1,7 +1,7 @@
 // The one rule for numbers written as text in tables (manifest metadata, the slide manifest's
 // mpp, --filter literals) and the one inference of a text column's type from its values. The
 // metadata store (common/store/vector_meta.h, MetaType) and the query filter
-// (stages/query/filter.h, ColumnType) both use it, so a column is typed the same everywhere.
+// (common/search/filter.h, ColumnType) both use it, so a column is typed the same everywhere.
 //
 // A decimal number is, as the whole text: an optional sign, digits with an optional fraction
 // (`5.`, `5.25`) or a fraction alone (`.5`), and an optional exponent `e[+-]digits` (either

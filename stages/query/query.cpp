@@ -13,25 +13,44 @@
 #include "common/core/error.h"
 #include "common/core/fs.h"
 #include "common/core/options.h"
+#include "common/search/filter.h"
+#include "common/search/lookup.h"
+#include "common/search/round.h"
+#include "common/search/shard_set.h"
+#include "common/search/slide_search.h"
+#include "common/search/votes.h"
 #include "common/slide/slide.h"
-#include "common/stage/partition.h"
 #include "common/store/vector_meta.h"
 #include "common/vector/catalog.h"
 #include "common/vector/vector_index.h"
 #include "stages/query/image_embedder.h"
 #include "stages/query/inputs.h"
-#include "stages/query/lookup.h"
 #include "stages/query/mosaic.h"
 #include "stages/query/output.h"
 #include "stages/query/report.h"
-#include "stages/query/search.h"
-#include "stages/query/slide_search.h"
-#include "stages/query/votes.h"
+#include "stages/query/similar.h"
 
 namespace tessera::query {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
+using search::exclusion_scope;
+using search::filter_columns;
+using search::Filter;
+using search::gather_best_hits;
+using search::Hit;
+using search::MosaicPatch;
+using search::MosaicRule;
+using search::PatchLookup;
+using search::query_batch_size;
+using search::QueryScope;
+using search::SearchParams;
+using search::ShardSet;
+using search::slide_mosaic;
+using search::SlideMosaic;
+using search::StoredPatch;
+using search::vote_patients;
+using search::vote_slides;
 
 namespace {
 
@@ -225,11 +244,7 @@ int run(const Config& config, Comm& comm) {
   const Catalog catalog = load_catalog(config.index);
   require_current(catalog);
   const int K = static_cast<int>(catalog.shards.size());
-  std::vector<int> mine;
-  const Partition owners = Partition::cyclic(K, comm.size());
-  for (int64_t j = 0; j < owners.count(comm.rank()); ++j) {
-    mine.push_back(static_cast<int>(owners.global_index(comm.rank(), j)));
-  }
+  const std::vector<int> mine = search::owned_shards(K, comm.rank(), comm.size());
   if (comm.rank() == 0 && K < comm.size()) {
     spdlog::warn("{} ranks serve an index of {} shard(s): ranks {}..{} hold none", comm.size(), K,
                  K, comm.size() - 1);
@@ -301,20 +316,9 @@ int run(const Config& config, Comm& comm) {
     const auto start = Clock::now();
     std::vector<QueryScope> round_scopes;
     if (!scopes.empty()) round_scopes.assign(scopes.begin() + q0, scopes.begin() + q0 + m);
-    std::vector<std::vector<Hit>> local =
-        shards.search(queries.vectors.data() + q0 * catalog.dim, m, round_scopes, params);
-    if (comm.size() > 1) {
-      const std::vector<std::string> all = comm.allgather(encode_hits(local));
-      if (comm.rank() == 0) {
-        std::vector<std::vector<std::vector<Hit>>> lists;
-        for (const auto& bytes : all) lists.push_back(decode_hits(bytes));
-        for (int64_t q = 0; q < m; ++q) {
-          std::vector<std::vector<Hit>> per_rank;
-          for (auto& l : lists) per_rank.push_back(std::move(l[q]));
-          local[q] = merge_hits(per_rank, config.k, catalog.metric == "ip");
-        }
-      }
-    }
+    std::vector<std::vector<Hit>> local = gather_best_hits(
+        comm, shards.search(queries.vectors.data() + q0 * catalog.dim, m, round_scopes, params),
+        std::vector<int>(static_cast<size_t>(m), config.k), catalog.metric == "ip");
     const double s = std::chrono::duration<double>(Clock::now() - start).count();
     timing.total_s += s;
     // A query's latency is the time until its results are known: its round's.

@@ -9,9 +9,11 @@
 #include <nlohmann/json.hpp>
 
 #include "common/store/vector_meta.h"
-#include "stages/query/search.h"
+#include "common/search/shard_set.h"
 
 namespace tessera::query {
+
+using search::Hit;  // common/search/shard_set.h
 
 struct QueryInfo {
   std::string source;  // "patch 123", "slide S at (x, y)", "vectors FILE row i", "image FILE"

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <limits>
 
+#include "common/store/columns.h"
+
 namespace tessera::query {
 namespace {
 
@@ -228,6 +230,15 @@ TEST(ReportStream, CsvAndTableInBatchesEqualTheWholeReport) {
   // A header and one line per hit (0 + 1 + 2 + 3 + 0), the query number first.
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 7);
   EXPECT_NE(csv.find("\n3,2,"), std::string::npos) << csv;
+}
+
+// Issue 21, case 4: patchgen refuses metadata columns named like these (common/store/columns.h),
+// so the list there must hold every column query reports besides the metadata.
+TEST(BuiltinColumns, EveryColumnQueryReportsIsReserved) {
+  const VectorSlideTable no_metadata;
+  for (const auto& name : report_columns(no_metadata)) {
+    EXPECT_TRUE(is_builtin_column(name)) << name;
+  }
 }
 
 }  // namespace

@@ -406,27 +406,27 @@ Response Api::slides(const Front& front, const Request& request) {
   std::vector<uint8_t> keep(t.size(), 1);
   if (!filter_text.empty()) {
     // The slide-level columns of query's filter language, one row per slide.
-    std::vector<query::ColumnSchema> columns = {{"slide_id", query::ColumnType::kString},
-                                                {"patient_id", query::ColumnType::kString},
-                                                {"level", query::ColumnType::kInt},
-                                                {"slide_mpp", query::ColumnType::kFloat}};
+    std::vector<search::ColumnSchema> columns = {{"slide_id", search::ColumnType::kString},
+                                                {"patient_id", search::ColumnType::kString},
+                                                {"level", search::ColumnType::kInt},
+                                                {"slide_mpp", search::ColumnType::kFloat}};
     const int64_t n = static_cast<int64_t>(t.size());
     std::vector<int64_t> level(t.level.begin(), t.level.end());
-    std::vector<query::ColumnView> views = {
-        {"slide_id", query::ColumnType::kString, nullptr, nullptr, t.slide_id.data(), nullptr, n},
-        {"patient_id", query::ColumnType::kString, nullptr, nullptr, t.patient_id.data(), nullptr, n},
-        {"level", query::ColumnType::kInt, level.data(), nullptr, nullptr, nullptr, n},
-        {"slide_mpp", query::ColumnType::kFloat, nullptr, t.slide_mpp.data(), nullptr, nullptr, n}};
+    std::vector<search::ColumnView> views = {
+        {"slide_id", search::ColumnType::kString, nullptr, nullptr, t.slide_id.data(), nullptr, n},
+        {"patient_id", search::ColumnType::kString, nullptr, nullptr, t.patient_id.data(), nullptr, n},
+        {"level", search::ColumnType::kInt, level.data(), nullptr, nullptr, nullptr, n},
+        {"slide_mpp", search::ColumnType::kFloat, nullptr, t.slide_mpp.data(), nullptr, nullptr, n}};
     for (const auto& c : t.metadata) {
       if (std::any_of(columns.begin(), columns.end(), [&](const auto& s) { return s.name == c.name; })) continue;
-      query::ColumnView v{c.name, query::ColumnType::kString, nullptr, nullptr, nullptr, nullptr, n};
-      if (c.type == MetaType::kInt) { v.type = query::ColumnType::kInt; v.ints = c.ints.data(); }
-      if (c.type == MetaType::kFloat) { v.type = query::ColumnType::kFloat; v.floats = c.floats.data(); }
+      search::ColumnView v{c.name, search::ColumnType::kString, nullptr, nullptr, nullptr, nullptr, n};
+      if (c.type == MetaType::kInt) { v.type = search::ColumnType::kInt; v.ints = c.ints.data(); }
+      if (c.type == MetaType::kFloat) { v.type = search::ColumnType::kFloat; v.floats = c.floats.data(); }
       if (c.type == MetaType::kString) v.strings = c.strings.data();
       columns.push_back({c.name, v.type});
       views.push_back(v);
     }
-    keep = query::Filter::parse(filter_text, columns).evaluate(views, n);
+    keep = search::Filter::parse(filter_text, columns).evaluate(views, n);
   }
   json list = json::array();
   for (size_t s = 0; s < t.size(); ++s) {
@@ -446,7 +446,7 @@ std::pair<std::vector<float>, json> Api::resolve(const Front& front, const Query
   std::vector<float> v;
   json source;
   *slide = -1;
-  auto stored = [&](const query::StoredPatch& p) {
+  auto stored = [&](const search::StoredPatch& p) {
     v = front.embedding(p);
     *slide = p.slide;
     source = {{"patch_id", p.patch_id}, {"slide_id", front.slides().slide_id.at(p.slide)},
@@ -466,7 +466,7 @@ std::pair<std::vector<float>, json> Api::resolve(const Front& front, const Query
     int64_t inside = 0;
     if (!spec.box.empty()) {
       // The mean embedding of the patches whose centres lie in the box.
-      const query::SlidePatches patches = front.slide_patches(*s);
+      const search::SlidePatches patches = front.slide_patches(*s);
       const double half = patches.footprint / 2;
       mean.assign(c.dim, 0);
       for (size_t i = 0; i < patches.patch_id.size(); ++i) {
@@ -510,17 +510,17 @@ std::pair<std::vector<float>, json> Api::resolve(const Front& front, const Query
   return {std::move(v), std::move(source)};
 }
 
-std::vector<std::vector<query::Hit>> Api::run_jobs(std::vector<SearchJob> jobs, int generation) {
+std::vector<std::vector<search::Hit>> Api::run_jobs(std::vector<SearchJob> jobs, int generation) {
   const auto deadline =
       Clock::now() + std::chrono::duration_cast<Clock::duration>(
                          std::chrono::duration<double>(config_.limits.request_timeout_s));
-  std::vector<std::future<std::vector<query::Hit>>> futures;
+  std::vector<std::future<std::vector<search::Hit>>> futures;
   try {
     for (auto& job : jobs) futures.push_back(batcher_.submit(std::move(job), generation));
   } catch (const Error& e) {
     throw Unavailable(e.what());
   }
-  std::vector<std::vector<query::Hit>> hits;
+  std::vector<std::vector<search::Hit>> hits;
   for (auto& future : futures) {
     if (future.wait_until(deadline) != std::future_status::ready) {
       throw Unavailable(fmt::format("the search did not finish within {} s",
@@ -540,7 +540,7 @@ std::vector<std::vector<query::Hit>> Api::run_jobs(std::vector<SearchJob> jobs, 
 Response Api::search(const Front& front, const Request& request) {
   const auto start = Clock::now();
   const QuerySpec spec = parse_query(request.body, config_.limits);
-  if (!spec.filter.empty()) query::Filter::parse(spec.filter, front.columns());  // 400 early
+  if (!spec.filter.empty()) search::Filter::parse(spec.filter, front.columns());  // 400 early
   int32_t slide = -1;
   auto [vector, source] = resolve(front, spec, &slide);
   SearchJob job;
@@ -552,7 +552,7 @@ Response Api::search(const Front& front, const Request& request) {
   if (spec.exclude_same_patient) job.exclude_patient_of = slide;
   std::vector<SearchJob> jobs;
   jobs.push_back(std::move(job));
-  const std::vector<query::Hit> hits = std::move(run_jobs(std::move(jobs), front.generation()).at(0));
+  const std::vector<search::Hit> hits = std::move(run_jobs(std::move(jobs), front.generation()).at(0));
   json list = json::array();
   for (size_t r = 0; r < hits.size(); ++r) {
     json h = query::hit_json(hits[r], r + 1, front.slides());
@@ -587,7 +587,7 @@ Response Api::heatmap(const Front& front, const Request& request) {
     fail<InvalidInput>("slide '{}' has {} patches; a heatmap scores at most {}", target,
                        front.patch_count(*s), config_.limits.max_heatmap_patches);
   }
-  const query::SlidePatches patches = front.slide_patches(*s);
+  const search::SlidePatches patches = front.slide_patches(*s);
   const Catalog& c = front.catalog();
   const bool ip = c.metric == "ip";
   json rows = json::array();

@@ -151,7 +151,7 @@ class Api {
   // query against: they are searched in that generation or not at all), and waits for all of
   // their hits (at most the request timeout). Throws InvalidInput for a search every rank
   // refused, Unavailable (503) otherwise (also when that generation was replaced meanwhile).
-  std::vector<std::vector<query::Hit>> run_jobs(std::vector<SearchJob> jobs, int generation);
+  std::vector<std::vector<search::Hit>> run_jobs(std::vector<SearchJob> jobs, int generation);
   Response patch(const Front& front, const std::string& id);
   Response slide_resource(const Front& front, const std::string& rest, std::string& name);
   // The query vector of `spec` (normalised as the catalog says), and the slide of its stored

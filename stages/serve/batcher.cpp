@@ -4,11 +4,11 @@
 
 namespace tessera::serve {
 
-std::future<std::vector<query::Hit>> Batcher::submit(SearchJob job) {
+std::future<std::vector<search::Hit>> Batcher::submit(SearchJob job) {
   return submit(std::move(job), -1);
 }
 
-std::future<std::vector<query::Hit>> Batcher::submit(SearchJob job, int generation) {
+std::future<std::vector<search::Hit>> Batcher::submit(SearchJob job, int generation) {
   Pending p{std::move(job), {}, 0, std::this_thread::get_id()};
   auto future = p.result.get_future();
   {
@@ -80,7 +80,7 @@ void Batcher::answered(const Pending& p) {
   if (it != waiting_.end() && --it->second == 0) waiting_.erase(it);
 }
 
-void Batcher::answer(std::vector<Pending>& batch, std::vector<std::vector<query::Hit>> hits) {
+void Batcher::answer(std::vector<Pending>& batch, std::vector<std::vector<search::Hit>> hits) {
   for (size_t i = 0; i < batch.size(); ++i) batch[i].result.set_value(std::move(hits.at(i)));
   std::lock_guard<std::mutex> lock(mutex_);
   for (const Pending& p : batch) answered(p);

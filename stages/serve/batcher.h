@@ -15,7 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "stages/query/search.h"
+#include "common/search/shard_set.h"
 #include "stages/serve/protocol.h"
 
 namespace tessera::serve {
@@ -24,17 +24,17 @@ class Batcher {
  public:
   struct Pending {
     SearchJob job;
-    std::promise<std::vector<query::Hit>> result;
+    std::promise<std::vector<search::Hit>> result;
     int generation = 0;          // the generation stamped at submit
     std::thread::id submitter;   // the thread that waits for the result
   };
 
   // Queues `job`, stamped with generation(); the future holds its hits, or the exception of its
   // round. Throws Error ("the service is stopping") after refuse() or close().
-  std::future<std::vector<query::Hit>> submit(SearchJob job);
+  std::future<std::vector<search::Hit>> submit(SearchJob job);
   // The same, stamped `generation`: the generation of the index its request resolved the query
   // against (Front::generation), so that it is searched in that generation or not at all.
-  std::future<std::vector<query::Hit>> submit(SearchJob job, int generation);
+  std::future<std::vector<search::Hit>> submit(SearchJob job, int generation);
 
   // The stamp of later submits. Jobs queued in submit order carry ascending stamps.
   void set_generation(int generation);
@@ -52,7 +52,7 @@ class Batcher {
 
   // Delivers a batch's hits (one list per job) or its round's exception, and counts its
   // submitters as no longer waiting (waiting_requests).
-  void answer(std::vector<Pending>& batch, std::vector<std::vector<query::Hit>> hits);
+  void answer(std::vector<Pending>& batch, std::vector<std::vector<search::Hit>> hits);
   void answer_with_error(std::vector<Pending>& batch, std::exception_ptr error);
 
   // Threads with a submitted job not yet answered (answer(), answer_with_error(), close()).

@@ -3,15 +3,15 @@
 #include "common/core/error.h"
 #include "common/slide/slide.h"
 #include "common/store/index.h"
-#include "stages/query/search.h"
-#include "stages/query/slide_search.h"
+#include "common/search/shard_set.h"
+#include "common/search/slide_search.h"
 
 namespace tessera::serve {
 
 Front::Front(Catalog catalog, VectorSlideTable slides, int64_t rows, int generation)
     : catalog_(std::move(catalog)),
       slides_(std::move(slides)),
-      columns_(query::filter_columns(slides_)),
+      columns_(search::filter_columns(slides_)),
       rows_(rows),
       generation_(generation),
       patch_counts_(slides_.size(), 0) {
@@ -22,7 +22,7 @@ Front::Front(Catalog catalog, VectorSlideTable slides, int64_t rows, int generat
       if (info.slides.status[s] == "ok") patch_counts_[s] += info.slides.patch_count[s];
     }
   }
-  lookup_ = std::make_unique<query::PatchLookup>(catalog_);
+  lookup_ = std::make_unique<search::PatchLookup>(catalog_);
 }
 
 Front::~Front() = default;
@@ -33,34 +33,34 @@ std::optional<int32_t> Front::slide_index(const std::string& slide_id) const {
   return it->second;
 }
 
-std::optional<query::StoredPatch> Front::find(int64_t patch_id) const {
+std::optional<search::StoredPatch> Front::find(int64_t patch_id) const {
   std::lock_guard<std::mutex> lock(lookup_mutex_);
   return lookup_->find(patch_id);
 }
 
-query::StoredPatch Front::nearest(int32_t slide, int64_t x, int64_t y) const {
+search::StoredPatch Front::nearest(int32_t slide, int64_t x, int64_t y) const {
   std::lock_guard<std::mutex> lock(lookup_mutex_);
   return lookup_->nearest(slide, x, y);
 }
 
-std::vector<float> Front::embedding(const query::StoredPatch& patch) const {
+std::vector<float> Front::embedding(const search::StoredPatch& patch) const {
   std::lock_guard<std::mutex> lock(lookup_mutex_);
   return lookup_->embedding(patch);
 }
 
-Image8 Front::pixels(const query::StoredPatch& patch, std::string* why) const {
+Image8 Front::pixels(const search::StoredPatch& patch, std::string* why) const {
   std::lock_guard<std::mutex> lock(lookup_mutex_);
   return lookup_->pixels(patch, why);
 }
 
-query::SlidePatches Front::slide_patches(int32_t slide) const {
+search::SlidePatches Front::slide_patches(int32_t slide) const {
   std::lock_guard<std::mutex> lock(lookup_mutex_);
   return lookup_->slide_patches(slide);
 }
 
 SlideFeatures Front::mosaic_features(const std::string& slide_id) const {
   std::lock_guard<std::mutex> lock(lookup_mutex_);
-  return query::read_mosaic_features(catalog_, slide_id);
+  return search::read_mosaic_features(catalog_, slide_id);
 }
 
 std::shared_ptr<const Slide> Front::slide(int32_t s) const {

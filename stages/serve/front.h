@@ -1,5 +1,5 @@
 // Rank 0's view of one generation of the index for the HTTP threads: the catalog, the slide
-// table, each slide's patch count, the stored patches (query::PatchLookup) and the slides opened
+// table, each slide's patch count, the stored patches (search::PatchLookup) and the slides opened
 // for DeepZoom. Slides and patches are found only through the catalog: an id from a request is a
 // key into the slide table, never a path. Thread-safe (the patch lookup is serialised; slides are
 // read concurrently).
@@ -18,8 +18,8 @@
 #include "common/store/slide_features.h"
 #include "common/store/vector_meta.h"
 #include "common/vector/catalog.h"
-#include "stages/query/filter.h"
-#include "stages/query/lookup.h"
+#include "common/search/filter.h"
+#include "common/search/lookup.h"
 
 namespace tessera {
 class Slide;
@@ -37,7 +37,7 @@ class Front {
 
   const Catalog& catalog() const { return catalog_; }
   const VectorSlideTable& slides() const { return slides_; }
-  const std::vector<query::ColumnSchema>& columns() const { return columns_; }
+  const std::vector<search::ColumnSchema>& columns() const { return columns_; }
   int64_t rows() const { return rows_; }
   int generation() const { return generation_; }
   // Ingested patches of slide s (0 when none of its parts was ingested).
@@ -49,13 +49,13 @@ class Front {
   // The slide index of `slide_id`, nullopt when the catalog has no such slide.
   std::optional<int32_t> slide_index(const std::string& slide_id) const;
 
-  // query::PatchLookup's answers, serialised.
-  std::optional<query::StoredPatch> find(int64_t patch_id) const;
-  query::StoredPatch nearest(int32_t slide, int64_t x, int64_t y) const;
-  std::vector<float> embedding(const query::StoredPatch& patch) const;
-  Image8 pixels(const query::StoredPatch& patch, std::string* why) const;
-  query::SlidePatches slide_patches(int32_t slide) const;
-  // The stored features of a slide for its mosaic (query::read_mosaic_features), serialised with
+  // search::PatchLookup's answers, serialised.
+  std::optional<search::StoredPatch> find(int64_t patch_id) const;
+  search::StoredPatch nearest(int32_t slide, int64_t x, int64_t y) const;
+  std::vector<float> embedding(const search::StoredPatch& patch) const;
+  Image8 pixels(const search::StoredPatch& patch, std::string* why) const;
+  search::SlidePatches slide_patches(int32_t slide) const;
+  // The stored features of a slide for its mosaic (search::read_mosaic_features), serialised with
   // the lookup's reads (HDF5).
   SlideFeatures mosaic_features(const std::string& slide_id) const;
 
@@ -68,13 +68,13 @@ class Front {
  private:
   Catalog catalog_;
   VectorSlideTable slides_;
-  std::vector<query::ColumnSchema> columns_;
+  std::vector<search::ColumnSchema> columns_;
   int64_t rows_;
   int generation_;
   std::vector<int64_t> patch_counts_;
   std::unordered_map<std::string, int32_t> by_id_;
   mutable std::mutex lookup_mutex_;
-  std::unique_ptr<query::PatchLookup> lookup_;
+  std::unique_ptr<search::PatchLookup> lookup_;
   mutable std::mutex slides_mutex_;
   mutable std::list<std::pair<int32_t, std::shared_ptr<const Slide>>> open_;  // most recent first
 };

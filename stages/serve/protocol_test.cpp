@@ -44,13 +44,13 @@ TEST(ServeProtocol, DamagedCommandsThrow) {
 
 TEST(ServeBatcher, GathersWhatArrivesWithinATickAndAnswersEach) {
   Batcher b;
-  std::vector<std::future<std::vector<query::Hit>>> futures;
+  std::vector<std::future<std::vector<search::Hit>>> futures;
   for (int i = 0; i < 5; ++i) futures.push_back(b.submit({{}, i + 1, 0, "", -1, -1}));
   auto batch = b.take(std::chrono::milliseconds(10), std::chrono::milliseconds(1), 3);
   ASSERT_EQ(batch.size(), 3u);  // max_jobs
   EXPECT_EQ(batch[0].job.k, 1);
   EXPECT_EQ(batch[2].job.k, 3);
-  for (auto& p : batch) p.result.set_value({query::Hit{1.f, p.job.k}});
+  for (auto& p : batch) p.result.set_value({search::Hit{1.f, p.job.k}});
   EXPECT_EQ(futures[1].get().at(0).patch_id, 2);
   EXPECT_EQ(b.queued(), 2u);
   b.close();
@@ -84,7 +84,7 @@ TEST(ServeBatcher, JobsAreSearchedInTheirOwnGenerationOrRefused) {
   EXPECT_EQ(batch[0].job.k, 1);
   EXPECT_EQ(batch[1].job.k, 3);
   EXPECT_EQ(batch[0].generation, 0);
-  b.answer(batch, {{query::Hit{1.f, 10}}, {query::Hit{1.f, 30}}});
+  b.answer(batch, {{search::Hit{1.f, 10}}, {search::Hit{1.f, 30}}});
   EXPECT_EQ(old1.get().at(0).patch_id, 10);
   EXPECT_EQ(old2.get().at(0).patch_id, 30);
   EXPECT_TRUE(b.take(std::chrono::milliseconds(1), std::chrono::milliseconds(1), 8, 0).empty());
@@ -96,7 +96,7 @@ TEST(ServeBatcher, JobsAreSearchedInTheirOwnGenerationOrRefused) {
   batch = b.take(std::chrono::milliseconds(10), std::chrono::milliseconds(1), 8, 1);
   ASSERT_EQ(batch.size(), 1u);
   EXPECT_EQ(batch[0].job.k, 2);
-  b.answer(batch, {{query::Hit{1.f, 20}}});
+  b.answer(batch, {{search::Hit{1.f, 20}}});
   EXPECT_EQ(new1.get().at(0).patch_id, 20);
   // Without a stamp of its own, a job takes the Batcher's (set_generation).
   b.set_generation(1);

@@ -22,7 +22,7 @@
 #include "stages/serve/http_server.h"
 #include "stages/serve/metrics.h"
 #include "stages/serve/registry.h"
-#include "stages/serve/shards.h"
+#include "common/search/rank_shards.h"
 #include "stages/serve/slide_indexes.h"
 
 #ifndef TESSERA_SERVE_WEB_DIR
@@ -33,6 +33,8 @@ namespace tessera::serve {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
+using search::RankShards;
+using search::search_round;
 
 namespace {
 
@@ -81,16 +83,15 @@ std::string hostname() {
 
 // Every rank loads the index again into `next`; kept only when every rank loaded it (collective).
 bool load_next(const Config& config, Comm& comm, std::unique_ptr<RankShards>& next) {
-  std::string problem;
   try {
-    next = std::make_unique<RankShards>(config.index, comm.rank(), comm.size(), config.mmap,
-                                        config.verify);
-  } catch (const std::exception& e) {
-    problem = e.what();
+    agree_on_failure(comm, [&] {
+      next = std::make_unique<RankShards>(config.index, comm.rank(), comm.size(), config.mmap,
+                                          config.verify);
+    });
+  } catch (const Error& e) {
+    spdlog::warn("reload of '{}' failed: {}", config.index, e.what());
+    next.reset();
   }
-  const int64_t failed = comm.allreduce_max(int64_t{problem.empty() ? 0 : 1});
-  if (!problem.empty()) spdlog::warn("reload of '{}' failed: {}", config.index, problem);
-  if (failed) next.reset();
   return next != nullptr;
 }
 
@@ -100,7 +101,7 @@ void search(Comm& comm, RankShards& shards, const std::vector<SearchJob>& jobs, 
             std::vector<Batcher::Pending>& pending, Batcher* batcher, Metrics* metrics) {
   const auto start = Clock::now();
   try {
-    std::vector<std::vector<query::Hit>> hits = search_round(comm, shards, jobs, threads);
+    std::vector<std::vector<search::Hit>> hits = search_round(comm, shards, jobs, threads);
     if (batcher) batcher->answer(pending, std::move(hits));
   } catch (const std::exception& e) {
     // Every rank sees the same failure (search_round); rank 0 answers it, the others go on.

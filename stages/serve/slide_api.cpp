@@ -1,5 +1,5 @@
 // Slide- and case-level routes of Api (api.h): similar slides and patients over a slide index
-// (query::SimilarIndex, as query --similar-slide / --similar-patient), and mosaic voting over the
+// (search::SimilarIndex, as query --similar-slide / --similar-patient), and mosaic voting over the
 // resident patch index (as query --slide S --mosaic-vote, its searches in the collective rounds).
 #include <chrono>
 #include <cmath>
@@ -8,8 +8,8 @@
 
 #include "common/core/error.h"
 #include "common/vector/vector_index.h"
-#include "stages/query/slide_search.h"
-#include "stages/query/votes.h"
+#include "common/search/slide_search.h"
+#include "common/search/votes.h"
 #include "stages/serve/api.h"
 #include "stages/serve/http_errors.h"
 #include "stages/serve/json_fields.h"
@@ -98,7 +98,7 @@ Response Api::similar(const Front& front, const Request& request, const std::str
   std::string why;
   const int64_t row = index->row(spec.id, &why);
   if (row < 0) throw NotFound(why);
-  const query::SimilarHits hits = index->search(row, spec.k, spec.exclude_same_patient);
+  const search::SimilarHits hits = index->search(row, spec.k, spec.exclude_same_patient);
   json j = index->report_json(hits, spec.k, spec.exclude_same_patient);
   j["search"]["index_dir"] = index->catalog().dir;
   j["generation"] = front.generation();
@@ -109,17 +109,17 @@ Response Api::similar(const Front& front, const Request& request, const std::str
 Response Api::mosaic_vote(const Front& front, const Request& request) {
   const auto start = Clock::now();
   const VoteSpec spec = parse_vote(request.body, config_.limits);
-  if (!spec.filter.empty()) query::Filter::parse(spec.filter, front.columns());  // 400 early
+  if (!spec.filter.empty()) search::Filter::parse(spec.filter, front.columns());  // 400 early
   const auto slide = front.slide_index(spec.slide_id);
   if (!slide) throw NotFound(fmt::format("unknown slide '{}'", spec.slide_id));
   if (front.patch_count(*slide) == 0) {
     throw NotFound(fmt::format("slide '{}' has no ingested patch", spec.slide_id));
   }
   const Catalog& catalog = front.catalog();
-  query::MosaicRule rule;
+  search::MosaicRule rule;
   rule.percent = spec.mosaic_percent;
   rule.min_size = spec.mosaic_min;
-  query::SlideMosaic mosaic = query::pick_slide_mosaic(front.mosaic_features(spec.slide_id), rule);
+  search::SlideMosaic mosaic = search::pick_slide_mosaic(front.mosaic_features(spec.slide_id), rule);
   const auto n = static_cast<int64_t>(mosaic.patches.size());
   if (catalog.normalize) l2_normalize(mosaic.vectors.data(), n, catalog.dim);
   // One search per mosaic patch, as query searches them: its slide left out (a slide never votes
@@ -135,7 +135,7 @@ Response Api::mosaic_vote(const Front& front, const Request& request) {
     job.exclude_slide = *slide;
     if (spec.exclude_same_patient) job.exclude_patient_of = *slide;
   }
-  const std::vector<std::vector<query::Hit>> hits = run_jobs(std::move(jobs), front.generation());
+  const std::vector<std::vector<search::Hit>> hits = run_jobs(std::move(jobs), front.generation());
   const bool ip = catalog.metric == "ip";
   const json search = {{"index", catalog.index_spec},
                        {"metric", catalog.metric},
@@ -149,9 +149,9 @@ Response Api::mosaic_vote(const Front& front, const Request& request) {
                        {"exclude_same_patient", spec.exclude_same_patient},
                        {"mosaic_percent", spec.mosaic_percent},
                        {"mosaic_min", spec.mosaic_min}};
-  json j = query::vote_report_json(spec.slide_id, mosaic.patches,
-                                   query::vote_slides(hits, front.slides(), ip),
-                                   query::vote_patients(hits, front.slides(), ip), front.slides(),
+  json j = search::vote_report_json(spec.slide_id, mosaic.patches,
+                                   search::vote_slides(hits, front.slides(), ip),
+                                   search::vote_patients(hits, front.slides(), ip), front.slides(),
                                    spec.k, search);
   j["query"]["footprint"] = front.footprint(*slide);
   j["generation"] = front.generation();

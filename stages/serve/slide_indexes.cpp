@@ -31,7 +31,7 @@ SlideIndexes SlideIndexes::load(const std::string& spec, const Catalog& patch) {
       const std::string dir = (parent / name).string();
       if (!ingest::has_slide_catalog(dir)) continue;
       try {
-        auto index = std::make_shared<const query::SimilarIndex>(dir);
+        auto index = std::make_shared<const search::SimilarIndex>(dir);
         if (index->entries().embed_tag != patch.tag) {
           spdlog::info("not serving '{}': its vectors come from embed tag '{}', the patch index's "
                        "from '{}' (name it in --slide-index to serve it)",
@@ -53,7 +53,7 @@ SlideIndexes SlideIndexes::load(const std::string& spec, const Catalog& patch) {
                            "slide|patient)",
                            dir, ingest::kSlideCatalogFile);
       }
-      auto index = std::make_shared<const query::SimilarIndex>(dir);
+      auto index = std::make_shared<const search::SimilarIndex>(dir);
       if (index->entries().embed_tag != patch.tag) {
         spdlog::warn("'{}' holds vectors of embed tag '{}', the patch index '{}' those of '{}'",
                      dir, index->entries().embed_tag, patch.dir, patch.tag);
@@ -68,7 +68,7 @@ SlideIndexes SlideIndexes::load(const std::string& spec, const Catalog& patch) {
   return out;
 }
 
-void SlideIndexes::add(std::string name, std::shared_ptr<const query::SimilarIndex> index) {
+void SlideIndexes::add(std::string name, std::shared_ptr<const search::SimilarIndex> index) {
   for (const auto& entry : indexes_) {
     if (entry.first == name) fail<InvalidInput>("invalid --slide-index: '{}' named twice", name);
   }
@@ -77,7 +77,7 @@ void SlideIndexes::add(std::string name, std::shared_ptr<const query::SimilarInd
                    [](const auto& a, const auto& b) { return a.first < b.first; });
 }
 
-std::shared_ptr<const query::SimilarIndex> SlideIndexes::find(const std::string& level,
+std::shared_ptr<const search::SimilarIndex> SlideIndexes::find(const std::string& level,
                                                               const std::string& name) const {
   for (const auto& [n, index] : indexes_) {
     if (index->level() == level && (name.empty() || n == name)) return index;

@@ -16,7 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/vector/catalog.h"
-#include "stages/query/slide_search.h"
+#include "common/search/slide_search.h"
 
 namespace tessera::serve {
 
@@ -29,11 +29,11 @@ class SlideIndexes {
   static SlideIndexes load(const std::string& spec, const Catalog& patch);
 
   // Adds an index already loaded, served under `name`.
-  void add(std::string name, std::shared_ptr<const query::SimilarIndex> index);
+  void add(std::string name, std::shared_ptr<const search::SimilarIndex> index);
 
   // The index of `level` ("slide" or "patient") named `name` (its folder name), or the first of
   // that level (in name order) when `name` is empty; nullptr when there is none.
-  std::shared_ptr<const query::SimilarIndex> find(const std::string& level,
+  std::shared_ptr<const search::SimilarIndex> find(const std::string& level,
                                                   const std::string& name) const;
 
   // For /api/v1/info: [{name, level, encoder, rows, dimension, index_spec, metric, embed_tag}].
@@ -41,7 +41,7 @@ class SlideIndexes {
   bool empty() const { return indexes_.empty(); }
 
  private:
-  std::vector<std::pair<std::string, std::shared_ptr<const query::SimilarIndex>>> indexes_;
+  std::vector<std::pair<std::string, std::shared_ptr<const search::SimilarIndex>>> indexes_;
 };
 
 }  // namespace tessera::serve

@@ -26,7 +26,7 @@
 #include "common/store/index.h"
 #include "stages/serve/api.h"
 #include "stages/serve/image_query.h"
-#include "stages/serve/shards.h"
+#include "common/search/rank_shards.h"
 #include "tests/e2e/cohort.h"
 #include "tests/e2e/e2e_util.h"
 #include "tests/e2e/serve_cohort.h"
@@ -163,10 +163,10 @@ class InProcess {
       while (!stop_) {
         auto pending = batcher_.take(std::chrono::milliseconds(20), std::chrono::milliseconds(1), 64);
         if (pending.empty()) continue;
-        std::vector<serve::SearchJob> jobs;
+        std::vector<search::SearchJob> jobs;
         for (auto& p : pending) jobs.push_back(p.job);
         try {
-          auto hits = serve::search_round(comm, shards_, jobs, 1);
+          auto hits = search::search_round(comm, shards_, jobs, 1);
           for (size_t i = 0; i < pending.size(); ++i) pending[i].result.set_value(hits[i]);
         } catch (...) {
           for (auto& p : pending) p.result.set_exception(std::current_exception());
@@ -202,7 +202,7 @@ class InProcess {
   }
 
  private:
-  serve::RankShards shards_;
+  search::RankShards shards_;
   serve::Config config_;
   serve::Batcher batcher_;
   serve::Metrics metrics_;

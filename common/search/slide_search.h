@@ -1,9 +1,7 @@
-// Whole-slide and whole-patient search:
-//   query --index RUN/ingest/<slide index> --similar-slide S [--exclude-same-patient]
-//   query --index RUN/ingest/<patient index> --similar-patient P
-// search the index ingest --level slide|patient builds (nearest vectors, exact with Flat); and
-//   query --index RUN/ingest/<patch index> --slide S --mosaic-vote
-// is reported here from the hits of the mosaic's patches (votes.h). Output as table, CSV or JSON.
+// Whole-slide and whole-patient search, as query (--similar-slide, --similar-patient,
+// --mosaic-vote: stages/query/similar.h) and serve run it: the index ingest --level slide|patient
+// builds (nearest vectors, exact with Flat), a slide's mosaic from its stored features, and the
+// mosaic vote's report from the hits of the mosaic's patches (votes.h).
 #pragma once
 
 #include <memory>
@@ -13,20 +11,19 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/mpi/comm.h"
 #include "common/store/slide_features.h"
 #include "common/store/slide_vectors.h"
 #include "common/store/vector_meta.h"
 #include "common/vector/catalog.h"
 #include "stages/ingest/slide_index.h"
-#include "stages/query/config.h"
-#include "stages/query/votes.h"
+#include "common/search/votes.h"
+#include "common/stage/stage_options.h"
 
 namespace tessera {
 class VectorIndex;
 }
 
-namespace tessera::query {
+namespace tessera::search {
 
 // The nearest rows of one row of a SimilarIndex, as cells of the report's columns.
 struct SimilarHits {
@@ -70,12 +67,6 @@ class SimilarIndex {
   mutable std::mutex search_mutex_;
 };
 
-// Collective (rank 0 searches, the others wait for its outcome). --similar-slide /
-// --similar-patient. Returns 0 after rank 0 wrote the report. Throws InvalidInput for an index of
-// the other level, an unknown id or one the aggregate skipped (with its reason); IoError for
-// damaged files.
-int run_similar(const Config& config, Comm& comm);
-
 // One mosaic patch of the query slide, for the report.
 struct MosaicPatch {
   int64_t patch_id = -1;
@@ -107,13 +98,15 @@ nlohmann::json vote_report_json(const std::string& slide, const std::vector<Mosa
                                 const VectorSlideTable& table, int k,
                                 const nlohmann::json& search);
 
-// The mosaic-vote report: the query slide and its mosaic, the slides ranked by votes (at most k,
-// with the manifest's metadata columns) and the patients ranked by votes (at most k).
-std::string format_vote_report(const std::string& format, const std::string& slide,
-                               const std::vector<MosaicPatch>& mosaic,
-                               const std::vector<Vote>& slides_ranked,
-                               const std::vector<Vote>& patients_ranked,
-                               const VectorSlideTable& table, int k,
-                               const nlohmann::json& search);
+// The mosaic vote's rankings as cells: the slides ranked by votes (at most k, with the
+// manifest's metadata columns: rank, votes, best_score, slide_id, patient_id, ...) and the
+// patients ranked by votes (at most k: rank, votes, best_score, patient_id).
+struct VoteTables {
+  std::vector<std::string> slide_columns, patient_columns;
+  std::vector<std::vector<std::string>> slide_rows, patient_rows;
+};
+VoteTables vote_tables(const std::vector<Vote>& slides_ranked,
+                       const std::vector<Vote>& patients_ranked, const VectorSlideTable& table,
+                       int k);
 
-}  // namespace tessera::query
+}  // namespace tessera::search

@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "stages/query/filter.h"
+#include "common/search/filter.h"
 
-namespace tessera::query {
+namespace tessera::search {
 
 enum class Op { kEq, kNe, kLt, kLe, kGt, kGe, kIn };
 
@@ -44,4 +44,4 @@ struct Program {
   int root = -1;  // index into nodes
 };
 
-}  // namespace tessera::query
+}  // namespace tessera::search

@@ -1,4 +1,4 @@
-#include "stages/query/filter.h"
+#include "common/search/filter.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -11,7 +11,7 @@
 
 #include "common/core/error.h"
 
-namespace tessera::query {
+namespace tessera::search {
 namespace {
 
 using ::testing::ElementsAre;
@@ -402,4 +402,4 @@ TEST(FilterEval, MillionRowsAgreeWithDirectComputation) {
 }
 
 }  // namespace
-}  // namespace tessera::query
+}  // namespace tessera::search

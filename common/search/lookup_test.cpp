@@ -1,6 +1,6 @@
 // PatchLookup over a real (tiny) ingest output: patches found by id and by point, their stored
 // embeddings, and their pixels from the store or else from the slide.
-#include "stages/query/lookup.h"
+#include "common/search/lookup.h"
 
 #include <gtest/gtest.h>
 
@@ -13,7 +13,7 @@
 #include "tests/inprocess/pipeline.h"
 #include "tests/inprocess/support.h"
 
-namespace tessera::query {
+namespace tessera::search {
 namespace {
 
 namespace fs = std::filesystem;
@@ -145,4 +145,4 @@ TEST_F(Lookup, PixelsComeFromTheStoreElseFromTheSlide) {
 }
 
 }  // namespace
-}  // namespace tessera::query
+}  // namespace tessera::search

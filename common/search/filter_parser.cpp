@@ -1,4 +1,4 @@
-#include "stages/query/filter_parser.h"
+#include "common/search/filter_parser.h"
 
 #include <fmt/format.h>
 
@@ -8,9 +8,9 @@
 
 #include "common/core/error.h"
 #include "common/core/value_type.h"
-#include "stages/query/filter_lexer.h"
+#include "common/search/filter_lexer.h"
 
-namespace tessera::query {
+namespace tessera::search {
 
 namespace {
 
@@ -278,4 +278,4 @@ std::shared_ptr<Program> parse_program(const std::string& text,
   return Parser(text, schema).run();
 }
 
-}  // namespace tessera::query
+}  // namespace tessera::search

@@ -1,4 +1,4 @@
-#include "stages/query/search.h"
+#include "common/search/shard_set.h"
 
 #include <algorithm>
 #include <atomic>
@@ -11,7 +11,7 @@
 #include "common/vector/topk.h"
 #include "common/vector/vector_index.h"
 
-namespace tessera::query {
+namespace tessera::search {
 
 namespace {
 
@@ -344,4 +344,4 @@ std::vector<std::vector<Hit>> decode_hits(const std::string& bytes) {
   return hits;
 }
 
-}  // namespace tessera::query
+}  // namespace tessera::search

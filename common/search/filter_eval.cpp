@@ -1,4 +1,4 @@
-#include "stages/query/filter_eval.h"
+#include "common/search/filter_eval.h"
 
 #include <algorithm>
 #include <string>
@@ -7,7 +7,7 @@
 
 #include "common/core/error.h"
 
-namespace tessera::query {
+namespace tessera::search {
 
 namespace {
 
@@ -184,4 +184,4 @@ void evaluate_program(const Program& program, std::vector<const ColumnView*> vie
   Evaluator(program, std::move(views)).run(rows, out);
 }
 
-}  // namespace tessera::query
+}  // namespace tessera::search

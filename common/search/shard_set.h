@@ -13,9 +13,9 @@
 #include "common/stage/stage_options.h"
 #include "common/store/vector_meta.h"
 #include "common/vector/catalog.h"
-#include "stages/query/filter.h"
+#include "common/search/filter.h"
 
-namespace tessera::query {
+namespace tessera::search {
 
 // One search result with the row-level metadata of its vector.
 struct Hit {
@@ -109,4 +109,4 @@ std::vector<Hit> merge_hits(const std::vector<std::vector<Hit>>& lists, int k,
 std::string encode_hits(const std::vector<std::vector<Hit>>& hits);
 std::vector<std::vector<Hit>> decode_hits(const std::string& bytes);
 
-}  // namespace tessera::query
+}  // namespace tessera::search

@@ -5,9 +5,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "stages/query/filter_program.h"
+#include "common/search/filter_program.h"
 
-namespace tessera::query {
+namespace tessera::search {
 
 // Writes 1 or 0 per row of `rows` rows to `out`. `views` holds one view per used column
 // (program.columns order), each already checked against the program's type and row count.
@@ -15,4 +15,4 @@ namespace tessera::query {
 void evaluate_program(const Program& program, std::vector<const ColumnView*> views, int64_t rows,
                       uint8_t* out);
 
-}  // namespace tessera::query
+}  // namespace tessera::search

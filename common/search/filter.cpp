@@ -1,13 +1,13 @@
-#include "stages/query/filter.h"
+#include "common/search/filter.h"
 
 #include <utility>
 
 #include "common/core/error.h"
-#include "stages/query/filter_eval.h"
-#include "stages/query/filter_parser.h"
-#include "stages/query/filter_program.h"
+#include "common/search/filter_eval.h"
+#include "common/search/filter_parser.h"
+#include "common/search/filter_program.h"
 
-namespace tessera::query {
+namespace tessera::search {
 
 const char* column_type_name(ColumnType type) {
   switch (type) {
@@ -68,4 +68,4 @@ std::vector<uint8_t> Filter::evaluate(const std::vector<ColumnView>& columns, in
   return out;
 }
 
-}  // namespace tessera::query
+}  // namespace tessera::search

@@ -6,12 +6,12 @@
 #include <string>
 #include <vector>
 
-#include "stages/query/filter_program.h"
+#include "common/search/filter_program.h"
 
-namespace tessera::query {
+namespace tessera::search {
 
 // Parses `text` against the known columns `schema`. Throws InvalidInput as Filter::parse says.
 std::shared_ptr<Program> parse_program(const std::string& text,
                                        const std::vector<ColumnSchema>& schema);
 
-}  // namespace tessera::query
+}  // namespace tessera::search

@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "stages/query/filter_program.h"
+#include "common/search/filter_program.h"
 
-namespace tessera::query {
+namespace tessera::search {
 
 enum class Tok { kEnd, kLParen, kRParen, kComma, kOp, kBare, kQuoted };
 
@@ -31,4 +31,4 @@ std::vector<Token> tokenize(const std::string& text);
 // A token as a message names it: 'x', the quoted string 'x', or the end of the filter.
 std::string describe(const Token& t);
 
-}  // namespace tessera::query
+}  // namespace tessera::search

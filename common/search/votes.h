@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "common/store/vector_meta.h"
-#include "stages/query/search.h"
+#include "common/search/shard_set.h"
 
-namespace tessera::query {
+namespace tessera::search {
 
 struct MosaicRule {
   double percent = 5.0;  // share of the slide's patches in the mosaic
@@ -50,4 +50,4 @@ std::vector<Vote> vote_slides(const std::vector<std::vector<Hit>>& hits,
 std::vector<Vote> vote_patients(const std::vector<std::vector<Hit>>& hits,
                                 const VectorSlideTable& slides, bool higher_is_better);
 
-}  // namespace tessera::query
+}  // namespace tessera::search

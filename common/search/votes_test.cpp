@@ -1,10 +1,10 @@
-#include "stages/query/votes.h"
+#include "common/search/votes.h"
 
 #include <gtest/gtest.h>
 
 #include <set>
 
-namespace tessera::query {
+namespace tessera::search {
 namespace {
 
 TEST(Mosaic, SizeFollowsTheRule) {
@@ -87,4 +87,4 @@ TEST(Votes, LowerIsBetterForL2) {
 }
 
 }  // namespace
-}  // namespace tessera::query
+}  // namespace tessera::search

@@ -1,4 +1,4 @@
-#include "stages/query/votes.h"
+#include "common/search/votes.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 #include <functional>
 #include <map>
 
-namespace tessera::query {
+namespace tessera::search {
 
 namespace {
 
@@ -167,4 +167,4 @@ std::vector<Vote> vote_patients(const std::vector<std::vector<Hit>>& hits,
       higher_is_better);
 }
 
-}  // namespace tessera::query
+}  // namespace tessera::search

@@ -12,7 +12,7 @@
 #include "common/slide/png_io.h"
 #include "common/vector/catalog.h"
 
-namespace tessera::query {
+namespace tessera::search {
 
 struct StoredPatch {
   int64_t patch_id = -1;
@@ -61,4 +61,4 @@ class PatchLookup {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace tessera::query
+}  // namespace tessera::search

@@ -51,7 +51,7 @@
 
 #include "common/core/value_type.h"
 
-namespace tessera::query {
+namespace tessera::search {
 
 // A column's type: the type metadata columns are stored with (MetaType, common/store).
 using ColumnType = ValueType;
@@ -116,4 +116,4 @@ class Filter {
   std::shared_ptr<const Program> program_;
 };
 
-}  // namespace tessera::query
+}  // namespace tessera::search

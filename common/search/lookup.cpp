@@ -1,4 +1,4 @@
-#include "stages/query/lookup.h"
+#include "common/search/lookup.h"
 
 #include <algorithm>
 #include <limits>
@@ -13,7 +13,7 @@
 #include "common/store/index.h"
 #include "common/store/store.h"
 
-namespace tessera::query {
+namespace tessera::search {
 
 struct PatchLookup::Impl {
   const Catalog* catalog = nullptr;
@@ -198,4 +198,4 @@ Image8 PatchLookup::pixels(const StoredPatch& patch, std::string* why) const {
   return {};
 }
 
-}  // namespace tessera::query
+}  // namespace tessera::search

@@ -1,11 +1,11 @@
-#include "stages/query/filter_lexer.h"
+#include "common/search/filter_lexer.h"
 
 #include <fmt/format.h>
 
 #include "common/core/error.h"
 #include "common/core/utf8.h"
 
-namespace tessera::query {
+namespace tessera::search {
 
 namespace {
 
@@ -139,4 +139,4 @@ std::vector<Token> tokenize(const std::string& text) {
   }
 }
 
-}  // namespace tessera::query
+}  // namespace tessera::search
