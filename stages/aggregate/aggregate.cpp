@@ -17,8 +17,8 @@
 #include "stages/aggregate/items.h"
 #include "stages/aggregate/pooling.h"
 #include "stages/aggregate/slide_encoder.h"
+#include "common/store/pt_tensor.h"
 #include "common/store/slide_features.h"
-#include "stages/embed/peer_pt.h"
 
 namespace tessera::aggregate {
 
@@ -123,7 +123,7 @@ class AggregateWork final : public StageWork {
                                 {"method", plan_.method},
                                 {"patches", rows},
                                 {"slides", fmt::format("{}", fmt::join(item.slide_ids, "|"))}});
-      embed::write_pt_tensor(context.staging_path(pt_file), vector, 1,
+      write_pt_tensor(context.staging_path(pt_file), vector, 1,
                              static_cast<int64_t>(vector.size()));
       result.outputs.push_back(h5_file);
       result.outputs.push_back(pt_file);

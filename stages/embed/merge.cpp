@@ -8,7 +8,7 @@
 #include "common/h5/h5.h"
 #include "common/store/embeddings.h"
 #include "common/store/files.h"
-#include "stages/embed/peer_pt.h"
+#include "common/store/pt_tensor.h"
 
 namespace tessera::embed {
 

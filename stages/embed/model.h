@@ -1,7 +1,7 @@
 // The model layer of the embed stage: loads a built-in architecture or a TorchScript file, turns
-// uint8 RGB patches into normalised input, and runs inference to float32 embeddings. In the embed stage
-// libtorch is confined to model.cpp, builtin_models.cpp/.h and peer_pt.cpp; this header is
-// torch-free.
+// uint8 RGB patches into normalised input, and runs inference to float32 embeddings. In the embed
+// stage libtorch is confined to model.cpp and builtin_models.cpp/.h (CLAM's .pt files are written
+// by common/store/pt_tensor.cpp); this header is torch-free.
 //
 // Built-in models are randomly initialised, NOT pretrained: they reproduce the shapes and the
 // compute cost of real pathology foundation models for benchmarks and tests, and their embeddings

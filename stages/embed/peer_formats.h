@@ -1,7 +1,7 @@
 // The layouts of embed's outputs that CLAM (mahmoodlab/CLAM) and TRIDENT (mahmoodlab/TRIDENT) read
 // as their own: what each peer's attributes say about a slide, derived from the patch index, the
 // per-slide patch (coordinate) files, the TRIDENT encoder names of our presets, and the per-slide
-// status table. Torch-free; the CLAM .pt tensors are written by peer_pt.h.
+// status table. Torch-free; the CLAM .pt tensors are written by common/store/pt_tensor.h.
 #pragma once
 
 #include <cstdint>

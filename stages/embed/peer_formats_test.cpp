@@ -9,7 +9,6 @@
 #include "common/core/error.h"
 #include "common/core/fs.h"
 #include "common/h5/h5.h"
-#include "stages/embed/peer_pt.h"
 
 namespace tessera::embed {
 namespace {
@@ -177,16 +176,6 @@ TEST_F(PeerFiles, LinksNameTheSameFileAndReplaceOldOnes) {
   EXPECT_EQ(a.st_ino, b.st_ino);
   EXPECT_FALSE(fs::exists(path("link.tmp")));
   EXPECT_THROW(link_or_copy(path("missing"), path("link2")), IoError);
-}
-
-TEST_F(PeerFiles, PtFilesAreDeterministic) {
-  const std::vector<float> v = {1, 2, 3, 4, 5, 6};
-  write_pt_tensor(path("a.pt"), v, 2, 3);
-  write_pt_tensor(path("b.pt"), v, 2, 3);
-  EXPECT_EQ(read_file(path("a.pt")), read_file(path("b.pt")));
-  write_pt_tensor(path("empty.pt"), {}, 0, 3);
-  EXPECT_TRUE(fs::exists(path("empty.pt")));
-  EXPECT_THROW(write_pt_tensor(path("bad.pt"), v, 3, 3), Error);
 }
 
 }  // namespace

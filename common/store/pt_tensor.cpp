@@ -1,4 +1,4 @@
-#include "stages/embed/peer_pt.h"
+#include "common/store/pt_tensor.h"
 
 #include <cstdio>
 
@@ -8,7 +8,7 @@
 #include "common/core/error.h"
 #include "common/core/fs.h"
 
-namespace tessera::embed {
+namespace tessera {
 
 void write_pt_tensor(const std::string& path, const std::vector<float>& values, int64_t rows,
                      int64_t dim) {
@@ -30,4 +30,4 @@ void write_pt_tensor(const std::string& path, const std::vector<float>& values, 
   commit_file(tmp, path);
 }
 
-}  // namespace tessera::embed
+}  // namespace tessera
