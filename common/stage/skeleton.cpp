@@ -22,12 +22,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Rank 0 reports a failure to every rank as a message, so that no rank waits in a collective for
-// a rank that threw.
-int agreed_exit_code(Comm& comm, int code) {
-  return static_cast<int>(comm.broadcast(std::to_string(code), 0).at(0) - '0');
-}
-
 // The text of a marker or _SUCCESS. Their strings may quote bytes from input files (a slide's
 // failure reason naming a damaged header's UID): bytes that are not UTF-8 are written as U+FFFD,
 // so that one bad byte cannot fail the run after its work is done.
@@ -90,43 +84,53 @@ std::string marker_path(const std::string& stage_dir, int rank) {
 
 namespace {
 
+// Collective. Runs `check` (this rank's share of a check: "" or the first problem it found) on
+// every rank; returns the problem of the lowest rank that found one (agree_on_failure), "" when
+// none did. An exception while checking counts as a problem.
+std::string agreed_problem(Comm& comm, const std::function<std::string()>& check) {
+  try {
+    agree_on_failure(comm, [&] {
+      const std::string problem = check();
+      if (!problem.empty()) throw IoError(problem);
+    });
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
 // Each rank checks the markers r, r + R, ... of `stage_dir`; returns the first problem found on
 // any rank, "" when every marker is valid.
 std::string check_markers_shared(Comm& comm, const std::string& stage_dir,
                                  const std::string& fingerprint, int world_size,
                                  VerifyLevel level) {
-  std::string problem;
-  for (int r = comm.rank(); r < world_size && problem.empty(); r += comm.size()) {
-    MarkerCheck check = check_marker(marker_path(stage_dir, r), stage_dir, fingerprint,
-                                     world_size, level);
-    if (!check.valid) problem = fmt::format("rank {} of '{}': {}", r, stage_dir, check.reason);
-  }
-  for (const auto& p : comm.allgather(problem)) {
-    if (!p.empty()) return p;
-  }
-  return "";
+  return agreed_problem(comm, [&]() -> std::string {
+    for (int r = comm.rank(); r < world_size; r += comm.size()) {
+      MarkerCheck check = check_marker(marker_path(stage_dir, r), stage_dir, fingerprint,
+                                       world_size, level);
+      if (!check.valid) return fmt::format("rank {} of '{}': {}", r, stage_dir, check.reason);
+    }
+    return "";
+  });
 }
 
 // Each rank checks the outputs i, i + R, ... that `success` (the _SUCCESS of `stage_dir`) lists;
 // returns the first problem found on any rank.
 std::string check_success_outputs_shared(Comm& comm, const std::string& stage_dir,
                                          const nlohmann::json& success, VerifyLevel level) {
-  std::string problem;
-  if (success.contains("outputs") && success["outputs"].is_array()) {
+  return agreed_problem(comm, [&]() -> std::string {
+    if (!success.contains("outputs") || !success["outputs"].is_array()) return "";
     const auto& outputs = success["outputs"];
-    for (size_t i = comm.rank(); i < outputs.size() && problem.empty();
-         i += static_cast<size_t>(comm.size())) {
+    for (size_t i = comm.rank(); i < outputs.size(); i += static_cast<size_t>(comm.size())) {
       try {
-        problem = check_output(stage_dir, OutputRecord::from_json(outputs[i]), level);
+        std::string problem = check_output(stage_dir, OutputRecord::from_json(outputs[i]), level);
+        if (!problem.empty()) return problem;
       } catch (const nlohmann::json::exception& e) {
-        problem = fmt::format("'{}/_SUCCESS' lists an unreadable output: {}", stage_dir, e.what());
+        return fmt::format("'{}/_SUCCESS' lists an unreadable output: {}", stage_dir, e.what());
       }
     }
-  }
-  for (const auto& p : comm.allgather(problem)) {
-    if (!p.empty()) return p;
-  }
-  return "";
+    return "";
+  });
 }
 
 // Seals the files this rank's finish() wrote and gathers every rank's records on rank 0.
@@ -306,13 +310,12 @@ int run_stage(Comm& comm, const StageRun& run, StageWork& work) {
     }
   }
   if (state.action == StageAction::kComplete) {
-    int code = 0;
-    if (comm.rank() == 0) {
+    // Rank 0 reads the exit code the run recorded; every rank returns it.
+    return std::stoi(decided_by_root(comm, [&] {
       auto summary = read_json_file((fs::path(run.dir) / "_SUCCESS").string());
-      code = summary ? summary->value("exit_code", 0) : 0;
       spdlog::info("'{}' is already complete for this configuration; nothing to do", run.dir);
-    }
-    return agreed_exit_code(comm, code);
+      return std::to_string(summary ? summary->value("exit_code", 0) : 0);
+    }));
   }
   if (comm.rank() == 0) {
     spdlog::info("{}: {} ranks, directory '{}' ({})", run.stage, comm.size(), run.dir,
@@ -388,8 +391,8 @@ int run_stage(Comm& comm, const StageRun& run, StageWork& work) {
   }
   nlohmann::json fields = work.finish(comm, markers);
   nlohmann::json finish_outputs = seal_finish_outputs(comm, run.dir, fields);
-  int code = 0;
-  if (comm.rank() == 0) {
+  // Rank 0 writes _SUCCESS; every rank returns the exit code it records, or throws its error.
+  return std::stoi(decided_by_root(comm, [&] {
     nlohmann::json summary = summary_base(run.stage, comm.size(), run.fingerprint, start_time);
     summary["exit_code"] = 0;
     if (fields.is_object()) summary.update(fields);
@@ -398,9 +401,8 @@ int run_stage(Comm& comm, const StageRun& run, StageWork& work) {
     summary["wait_s_rank0"] = wait_s;
     summary["finish_s"] = seconds_since(finish_start);
     atomic_write_file((fs::path(run.dir) / "_SUCCESS").string(), marker_text(summary));
-    code = summary["exit_code"].get<int>();
-  }
-  return agreed_exit_code(comm, code);
+    return std::to_string(summary["exit_code"].get<int>());
+  }));
 }
 
 }  // namespace tessera
