@@ -29,6 +29,7 @@
 #include "common/mpi/mpi_main.h"
 #include "common/stage/marker.h"
 #include "common/store/vector_meta.h"
+#include "common/vector/catalog.h"
 #include "common/vector/vector_index.h"
 
 using nlohmann::json;
@@ -48,7 +49,7 @@ Shard make_shard(const std::string& dir, int64_t n, int dim) {
   std::mt19937_64 rng(7);
   std::normal_distribution<float> normal;
   VectorIndex index = VectorIndex::create("Flat", dim, Metric::kInnerProduct);
-  VectorMetaWriter meta((fs::path(dir) / "meta.h5").string(), 0, 224, 0.5);
+  VectorMetaWriter meta((fs::path(dir) / kShardMetaFile).string(), 0, 224, 0.5);
   const int64_t chunk = 65536;
   std::vector<float> x;
   VectorRows rows;
@@ -67,7 +68,7 @@ Shard make_shard(const std::string& dir, int64_t n, int dim) {
     index.add(x.data(), rows.patch_id.data(), m);
     meta.append(rows, 0, rows.size());
   }
-  index.write((fs::path(dir) / "index.faiss").string());
+  index.write((fs::path(dir) / kShardIndexFile).string());
   VectorSlideTable slides;
   slides.slide_id = {"s0"};
   slides.patient_id = {"p0"};
@@ -77,7 +78,7 @@ Shard make_shard(const std::string& dir, int64_t n, int dim) {
   slides.slide_mpp = {0.5};
   slides.downsample = {1};
   meta.close(slides);
-  return {dir, seal_output(dir, "index.faiss"), seal_output(dir, "meta.h5")};
+  return {dir, seal_output(dir, kShardIndexFile), seal_output(dir, kShardMetaFile)};
 }
 
 void check(const Shard& s, VerifyLevel level) {
@@ -88,8 +89,8 @@ void check(const Shard& s, VerifyLevel level) {
 }
 
 int64_t load(const Shard& s) {
-  const VectorIndex index = VectorIndex::read((fs::path(s.dir) / "index.faiss").string(), false);
-  const VectorMeta meta = read_vector_meta((fs::path(s.dir) / "meta.h5").string());
+  const VectorIndex index = VectorIndex::read((fs::path(s.dir) / kShardIndexFile).string(), false);
+  const VectorMeta meta = read_vector_meta((fs::path(s.dir) / kShardMetaFile).string());
   return index.size() + static_cast<int64_t>(meta.rows.size());
 }
 
@@ -120,8 +121,8 @@ int main(int argc, char** argv) {
     const Shard shard = make_shard(dir, vectors, dim);
     const double build_s = build.seconds();
     const double gb = static_cast<double>(shard.bytes()) / 1e9;
-    const std::vector<std::string> files = {(fs::path(dir) / "index.faiss").string(),
-                                            (fs::path(dir) / "meta.h5").string()};
+    const std::vector<std::string> files = {(fs::path(dir) / kShardIndexFile).string(),
+                                            (fs::path(dir) / kShardMetaFile).string()};
     const std::vector<std::string> modes = {"cheap", "full", "load", "full_load"};
     json repetitions = json::array();
     std::map<std::string, std::vector<double>> seconds;

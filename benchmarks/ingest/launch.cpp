@@ -13,6 +13,7 @@
 #include "common/core/error.h"
 #include "common/core/fs.h"
 #include "common/stage/skeleton.h"
+#include "common/vector/catalog.h"
 
 namespace tessera::ingest_bench {
 
@@ -81,7 +82,7 @@ json run_ingest(const Options& o, const std::string& run, const std::string& nam
                         {"rows_per_s", total > 0 ? mine / total : 0.0},
                         {"peak_rss_mb", st.at("max_rss_bytes").get<double>() / 1048576.0}});
   }
-  const json catalog = read_json_or_fail((fs::path(out) / "catalog.json").string());
+  const json catalog = read_json_or_fail((fs::path(out) / kCatalogFile).string());
   json shard_xxh3 = json::array();
   for (const auto& s : catalog.at("shards")) {
     for (const auto& seg : s.at("segments")) shard_xxh3.push_back(seg.at("index").value("xxh3", ""));

@@ -3,12 +3,18 @@
 #include <algorithm>
 #include <filesystem>
 
+#include <fmt/format.h>
+
 #include "common/core/error.h"
 #include "common/core/fs.h"
 #include "common/stage/layout.h"
 #include "common/stage/lineage.h"
 
 namespace tessera {
+
+std::string shard_dir(int shard) { return fmt::format("shards/shard-{:05d}", shard); }
+std::string shard_index_file(int shard) { return shard_dir(shard) + "/" + kShardIndexFile; }
+std::string shard_meta_file(int shard) { return shard_dir(shard) + "/" + kShardMetaFile; }
 
 namespace fs = std::filesystem;
 

@@ -23,6 +23,16 @@ namespace tessera {
 inline constexpr int64_t kCatalogFormatVersion = 1;
 inline constexpr const char* kCatalogFile = "catalog.json";
 
+// The files of a generation's directory (gen-NNNNN/), relative to it: one segment per shard, an
+// index file and its metadata (common/store/vector_meta.h), and generation 0's trained, empty
+// index when the index needs training.
+inline constexpr const char* kTrainedFile = "trained.faiss";
+inline constexpr const char* kShardIndexFile = "index.faiss";
+inline constexpr const char* kShardMetaFile = "meta.h5";
+std::string shard_dir(int shard);         // shards/shard-KKKKK
+std::string shard_index_file(int shard);  // shards/shard-KKKKK/index.faiss
+std::string shard_meta_file(int shard);   // shards/shard-KKKKK/meta.h5
+
 struct CatalogSegment {
   int generation = 0;
   int64_t rows = 0;

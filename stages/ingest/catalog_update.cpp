@@ -14,10 +14,6 @@ namespace tessera::ingest {
 
 namespace fs = std::filesystem;
 
-std::string shard_name(int shard) { return fmt::format("shard-{:05d}", shard); }
-std::string index_file(int shard) { return "shards/" + shard_name(shard) + "/index.faiss"; }
-std::string meta_file(int shard) { return "shards/" + shard_name(shard) + "/meta.h5"; }
-
 Catalog with_generation(const Config& config, const Decision& decision,
                         const std::vector<Source>& sources,
                         const std::vector<nlohmann::json>& markers, const GenerationBuilt& g) {
@@ -63,8 +59,8 @@ Catalog with_generation(const Config& config, const Decision& decision,
       CatalogSegment seg;
       seg.generation = decision.generation;
       seg.rows = s.at("rows").get<int64_t>();
-      seg.index = in_out(records.at(index_file(k)));
-      seg.meta = in_out(records.at(meta_file(k)));
+      seg.index = in_out(records.at(shard_index_file(k)));
+      seg.meta = in_out(records.at(shard_meta_file(k)));
       segments[k] = seg;
     }
   }

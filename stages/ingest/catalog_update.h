@@ -14,11 +14,6 @@
 
 namespace tessera::ingest {
 
-inline constexpr const char* kTrainedFile = "trained.faiss";  // the trained, empty index
-std::string shard_name(int shard);                             // shard-KKKKK
-std::string index_file(int shard);                             // shards/shard-KKKKK/index.faiss
-std::string meta_file(int shard);                              // shards/shard-KKKKK/meta.h5
-
 // What rank 0 knows of the generation it finishes.
 struct GenerationBuilt {
   std::string out;          // the index folder, RUN/ingest/<name>

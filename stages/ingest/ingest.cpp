@@ -98,7 +98,7 @@ class IngestWork final : public StageWork {
     std::vector<ShardBuild> builds;
     std::vector<int> slot(K, -1);  // shard -> index into builds, -1 when not this rank's
     for (const int k : rank_shards(K, context.rank, context.world_size)) {
-      make_directories((fs::path(dir_) / "shards" / shard_name(k)).string());
+      make_directories((fs::path(dir_) / shard_dir(k)).string());
       ShardBuild& b = builds.emplace_back();
       b.shard = k;
       slot[k] = static_cast<int>(builds.size()) - 1;
@@ -161,15 +161,15 @@ class IngestWork final : public StageWork {
     for (ShardBuild& b : builds) {
       // One shard at a time: an empty shard's index exists only while it is written.
       if (!b.index) b.index.emplace(template_->empty_copy());
-      b.index->write(context.staging_path(index_file(b.shard)));
+      b.index->write(context.staging_path(shard_index_file(b.shard)));
       b.index.reset();
-      VectorMetaWriter meta(context.staging_path(meta_file(b.shard)), b.shard,
+      VectorMetaWriter meta(context.staging_path(shard_meta_file(b.shard)), b.shard,
                             sources_.front().info.patch_size, sources_.front().info.mpp);
       meta.append(b.meta, 0, b.meta.size());
       b.meta = {};
       meta.close(slides);
-      result.outputs.push_back(index_file(b.shard));
-      result.outputs.push_back(meta_file(b.shard));
+      result.outputs.push_back(shard_index_file(b.shard));
+      result.outputs.push_back(shard_meta_file(b.shard));
       shards.push_back({{"shard", b.shard}, {"rows", b.rows}});
       rows += b.rows;
     }

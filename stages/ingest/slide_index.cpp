@@ -10,9 +10,9 @@
 #include "common/core/fs.h"
 #include "common/core/hash.h"
 #include "common/stage/layout.h"
-#include "common/stage/lineage.h"
 #include "common/stage/skeleton.h"
 #include "common/vector/catalog.h"
+#include "common/vector/slide_catalog.h"
 #include "common/vector/vector_index.h"
 #include "stages/aggregate/aggregate.h"
 #include "common/store/slide_vectors.h"
@@ -65,9 +65,9 @@ class SlideIndexWork final : public StageWork {
     std::vector<int64_t> ids(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) ids[i] = i;
     index.add(cohort.features.data(), ids.data(), n);
-    index.write(context.staging_path("vectors.faiss"));
-    write_cohort_vectors(context.staging_path("entries.h5"), cohort);
-    result.outputs = {"vectors.faiss", "entries.h5"};
+    index.write(context.staging_path(kSlideVectorsFile));
+    write_cohort_vectors(context.staging_path(kSlideEntriesFile), cohort);
+    result.outputs = {kSlideVectorsFile, kSlideEntriesFile};
     result.fields = {{"rows", n}, {"output_dim", cohort.dim}, {"encoder", cohort.encoder}};
     return result;
   }
@@ -75,19 +75,16 @@ class SlideIndexWork final : public StageWork {
   nlohmann::json finish(Comm& comm, const std::vector<nlohmann::json>& markers) override {
     if (comm.rank() != 0) return {};
     const nlohmann::json& m = markers.at(0);  // also after a resume, when rank_work did not run
-    const nlohmann::json catalog = {
-        {"format_version", kSlideCatalogFormatVersion},
-        {"level", config_.level},
-        {"source", fs::relative(source_, dir_).string()},
-        {"index", config_.index},
-        {"metric", config_.metric},
-        {"normalize", config_.normalize},
-        {"dim", m.at("output_dim")},
-        {"rows", m.at("rows")},
-        {"encoder", m.at("encoder")},
-        {"index_file", "vectors.faiss"},
-        {"entries_file", "entries.h5"}};
-    atomic_write_file((fs::path(dir_) / kSlideCatalogFile).string(), catalog.dump(2) + "\n");
+    SlideCatalog catalog;
+    catalog.level = config_.level;
+    catalog.source = fs::relative(source_, dir_).string();
+    catalog.index_spec = config_.index;
+    catalog.metric = config_.metric;
+    catalog.normalize = config_.normalize;
+    catalog.dim = m.at("output_dim").get<int>();
+    catalog.rows = m.at("rows").get<int64_t>();
+    catalog.encoder = m.at("encoder").get<std::string>();
+    write_slide_catalog(dir_, catalog);
     spdlog::info("ingest: {} {} vectors of dimension {} indexed ({}) in '{}'",
                  m.at("rows").get<int64_t>(), config_.level, m.at("output_dim").get<int>(),
                  config_.index, dir_);
@@ -105,66 +102,6 @@ class SlideIndexWork final : public StageWork {
 };
 
 }  // namespace
-
-std::string SlideCatalog::path(const std::string& relative) const {
-  return (fs::path(dir) / relative).lexically_normal().string();
-}
-
-bool has_slide_catalog(const std::string& dir) {
-  return path_exists((fs::path(dir) / kSlideCatalogFile).string());
-}
-
-SlideCatalog load_slide_catalog(const std::string& dir, VerifyLevel level) {
-  const std::string file = (fs::path(dir) / kSlideCatalogFile).string();
-  std::optional<nlohmann::json> j;
-  try {
-    j = read_json_file(file);
-  } catch (const InvalidInput& e) {
-    throw IoError(e.what());
-  }
-  if (!j) {
-    fail<InvalidInput>("'{}' has no {}: run ingest --level slide (or patient) first", dir,
-                       kSlideCatalogFile);
-  }
-  SlideCatalog c;
-  c.dir = dir;
-  try {
-    if (j->at("format_version").get<int64_t>() != kSlideCatalogFormatVersion) {
-      fail<IoError>("'{}' is of format version {}, not {}", file,
-                    j->at("format_version").get<int64_t>(), kSlideCatalogFormatVersion);
-    }
-    c.level = j->at("level").get<std::string>();
-    c.source = j->at("source").get<std::string>();
-    c.index_spec = j->at("index").get<std::string>();
-    c.metric = j->at("metric").get<std::string>();
-    c.normalize = j->at("normalize").get<bool>();
-    c.dim = j->at("dim").get<int>();
-    c.rows = j->at("rows").get<int64_t>();
-    c.encoder = j->at("encoder").get<std::string>();
-    c.index_file = j->at("index_file").get<std::string>();
-    c.entries_file = j->at("entries_file").get<std::string>();
-  } catch (const nlohmann::json::exception& e) {
-    fail<IoError>("'{}' is malformed: {}", file, e.what());
-  }
-  if (!path_exists(stage_file(dir, kSuccessFile))) {
-    fail<InvalidInput>("the index '{}' is not complete (no {}): rerun ingest --level {}", dir,
-                       kSuccessFile, c.level);
-  }
-  const std::string why = stale_reason(dir);
-  if (!why.empty()) {
-    fail<InvalidInput>("the index '{}' no longer matches its inputs: {}; rebuild it (ingest "
-                       "--level {} --overwrite)",
-                       dir, why, c.level);
-  }
-  // Its files (and slide_catalog.json, sealed in _SUCCESS) against their records: a flipped
-  // vectors.faiss gave other scores with exit 0.
-  const std::string damage = stage_outputs_problem(dir, level);
-  if (!damage.empty()) {
-    fail<IoError>("the index '{}' is damaged: {}; rebuild it (ingest --level {} --verify full)",
-                  dir, damage, c.level);
-  }
-  return c;
-}
 
 int run_slide_level(const Config& config, Comm& comm) {
   const std::string source = decided_by_root(comm, [&] { return resolve_source(config); });
