@@ -23,6 +23,7 @@
 #include "common/core/hash.h"
 #include "common/core/version.h"
 #include "common/stage/layout.h"
+#include "common/store/embeddings.h"
 #include "tests/retrieval/retrieval_eval.h"
 
 namespace tessera::bench {
@@ -141,7 +142,7 @@ int run(int argc, char** argv) {
             {"slides_h5_sha256",
              sha256_file(retrieval::slide_cohort_file(layout.run(), "mean-" + model))},
             {"embeddings_sha256_of_first_slide",
-             sha256_file(layout.stage_root(kEmbedStage, model) + "/features/S0001.h5")}};
+             sha256_file(slide_features_path(layout.stage_root(kEmbedStage, model), "S0001"))}};
       }
     }
     repetition_list.push_back(rep);

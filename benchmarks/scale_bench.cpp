@@ -33,7 +33,6 @@
 #include "common/core/error.h"
 #include "common/core/fs.h"
 #include "common/core/hash.h"
-#include "common/h5/h5.h"
 #include "common/mpi/mpi_main.h"
 #include "common/stage/marker.h"
 #include "common/stage/partition.h"
@@ -312,10 +311,10 @@ json repetition(int index, const Setup& s, const std::string& run_dir, Comm& com
   const std::string embed_dir = (fs::path(run_dir) / "embed" / "synthetic").string();
   if (rank == 0) {
     remove_tree(run_dir);
-    make_directories((fs::path(stage_dir) / "plans").string());
-    make_directories((fs::path(stage_dir) / "shards").string());
+    make_directories((fs::path(stage_dir) / kPlansDir).string());
+    make_directories((fs::path(stage_dir) / kShardsDir).string());
     make_directories((fs::path(stage_dir) / "markers").string());
-    make_directories((fs::path(embed_dir) / "shards").string());
+    make_directories((fs::path(embed_dir) / kShardsDir).string());
   }
   comm.barrier();
   const json load = bench::load_average();
@@ -462,7 +461,7 @@ json repetition(int index, const Setup& s, const std::string& run_dir, Comm& com
 
   phases["embed_shard_write"] = timed_phase(comm, "embed_shard_write", [&] {
     const std::string path =
-        (fs::path(embed_dir) / "shards" / rank_file_name(rank, ".h5")).string();
+        (fs::path(embed_dir) / embedding_shard_file(rank)).string();
     EmbeddingShardWriter writer(path, s.o.dim, s.embed.store_dtype == "fp16", rank,
                                 s.model_fingerprint.dump());
     const int64_t batches = embed::batch_count(*rows_partition, rank, s.o.batch_size);
@@ -505,11 +504,8 @@ json repetition(int index, const Setup& s, const std::string& run_dir, Comm& com
   // What write_slide_features does first: open embeddings.h5 and its virtual datasets, whose
   // mappings HDF5 decodes on open.
   phases["embeddings_open"] = timed_phase(comm, "embeddings_open", [&] {
-    h5::File merged =
-        h5::File::open((fs::path(embed_dir) / kEmbeddingsFile).string(), h5::Mode::kRead);
-    const auto rows = merged.open_dataset(embedding_names::kPatchId).dims()[0];
-    merged.open_dataset(embedding_names::kEmbeddings);
-    return json{{"rows", rows}};
+    const EmbeddingsReader merged(embeddings_path(embed_dir));
+    return json{{"rows", merged.rows()}};
   });
 
   phases["slide_features"] = timed_phase(comm, "slide_features", [&] {
@@ -535,12 +531,12 @@ json repetition(int index, const Setup& s, const std::string& run_dir, Comm& com
           {"rank0_finish_s", rank0_finish},
           {"patches", summary["patches"]},
           {"files",
-           {{"plans", count_files((fs::path(stage_dir) / "plans").string())},
-            {"patchgen_shards", count_files((fs::path(stage_dir) / "shards").string())},
+           {{"plans", count_files((fs::path(stage_dir) / kPlansDir).string())},
+            {"patchgen_shards", count_files((fs::path(stage_dir) / kShardsDir).string())},
             {"index", count_files((fs::path(stage_dir) / kIndexFile).string())},
-            {"embed_shards", count_files((fs::path(embed_dir) / "shards").string())},
+            {"embed_shards", count_files((fs::path(embed_dir) / kShardsDir).string())},
             {"embeddings_file", count_files((fs::path(embed_dir) / kEmbeddingsFile).string())},
-            {"features", count_files((fs::path(embed_dir) / "features").string())}}}};
+            {"features", count_files(slide_features_dir(embed_dir))}}}};
 }
 
 // Rank 0: hashes of the last repetition's outputs. index_sha256 and pixels_sha256 (contents) do
@@ -552,7 +548,7 @@ json output_hashes(const Setup& s, const std::string& run_dir) {
   const patchgen::RunDigest digest = patchgen::digest_run(stage_dir);
   std::string features;
   for (const auto& e : s.manifest.slides) {
-    features += xxh3_file((fs::path(embed_dir) / "features" / (e.slide_id + ".h5")).string());
+    features += xxh3_file(slide_features_path(embed_dir, e.slide_id));
   }
   return {{"patches", digest.patches},
           {"index_sha256", digest.index_sha256},

@@ -49,8 +49,8 @@ class SyntheticPatchgen final : public StageWork {
         fingerprint_(std::move(fingerprint)) {}
 
   std::optional<int> setup(Comm& comm, StageAction) override {
-    make_directories((fs::path(dir_) / "plans").string());
-    make_directories((fs::path(dir_) / "shards").string());
+    make_directories((fs::path(dir_) / kPlansDir).string());
+    make_directories((fs::path(dir_) / kShardsDir).string());
     for (size_t k = static_cast<size_t>(comm.rank()); k < manifest_.slides.size();
          k += static_cast<size_t>(comm.size())) {
       write_plan(patchgen::plan_path(dir_, manifest_.slides[k].slide_id),
@@ -118,9 +118,9 @@ class SyntheticEmbed final : public StageWork {
 
   RankResult rank_work(const RankContext& context) override {
     Stopwatch total;
-    make_directories((fs::path(dir_) / "shards").string());
+    make_directories((fs::path(dir_) / kShardsDir).string());
     const Partition partition(config_.partition, info_.rows, context.world_size);
-    const std::string file = "shards/" + rank_file_name(context.rank, ".h5");
+    const std::string file = embedding_shard_file(context.rank);
     EmbeddingShardWriter writer(context.staging_path(file), mixture_.dim(),
                                 config_.store_dtype == "fp16", context.rank, model_.dump());
     IndexReader index(info_.path);
@@ -232,7 +232,7 @@ json generate(const Options& o, const Size& size, const Mixture& mixture, const 
   return {{"patchgen_s", patchgen_s},
           {"embed_s", embed_s},
           {"rows", info.rows},
-          {"embeddings_bytes", file_size((fs::path(embed_dir) / "shards" / rank_file_name(0, ".h5")).string()).value_or(0)},
+          {"embeddings_bytes", file_size((fs::path(embed_dir) / embedding_shard_file(0)).string()).value_or(0)},
           {"patchgen_fingerprint", info.config_fingerprint},
           {"embed_fingerprint", efingerprint}};
 }

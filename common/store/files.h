@@ -10,5 +10,6 @@ inline constexpr const char* kPlansDir = "plans";                // patchgen: pl
 inline constexpr const char* kShardsDir = "shards";              // rank shards of every stage
 inline constexpr const char* kEmbeddingsFile = "embeddings.h5";  // embed: the consolidated view
 inline constexpr const char* kSlideStatusFile = "slides.csv";    // embed: per-slide status table
+inline constexpr const char* kFeaturesDir = "features";          // embed: features/<slide_id>.h5
 
 }  // namespace tessera

@@ -1,20 +1,55 @@
 #include "common/store/index.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <optional>
+#include <sstream>
 
 #include "common/core/error.h"
 #include "common/core/fs.h"
 #include "common/h5/h5.h"
 #include "common/store/files.h"
+#include "common/store/store.h"
 
 namespace tessera {
 
 namespace fs = std::filesystem;
 
 std::string IndexInfo::shard_path(int s) const {
-  return (fs::path(stage_dir) / kShardsDir / rank_file_name(s, ".h5")).string();
+  return (fs::path(stage_dir) / patch_shard_file(s)).string();
 }
+
+int64_t patch_overlap(int64_t patch_size, int64_t stride) {
+  const int64_t step = stride == 0 ? patch_size : stride;
+  return std::max<int64_t>(0, patch_size - step);
+}
+
+namespace {
+
+// The overlap of an index.h5 written before the attribute: from the `stride = N` line of the
+// stage directory's config.ini, as embed read it then (0 when absent).
+int64_t legacy_overlap(const std::string& stage_dir, int64_t patch_size) {
+  const std::string ini = (fs::path(stage_dir) / "config.ini").string();
+  if (!path_exists(ini)) return 0;
+  std::stringstream in(read_file(ini));
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto eq = line.find('=');
+    if (eq == std::string::npos) continue;
+    std::string key = line.substr(0, eq);
+    key.erase(key.find_last_not_of(" \t") + 1);
+    if (key != "stride") continue;
+    try {
+      return patch_overlap(patch_size, std::stoll(line.substr(eq + 1)));
+    } catch (const std::exception&) {
+      fail<IoError>("'{}' records no overlap and the stride line of '{}' is not a number: '{}'",
+                    (fs::path(stage_dir) / kIndexFile).string(), ini, line);
+    }
+  }
+  return 0;
+}
+
+}  // namespace
 
 IndexInfo load_index_info(const std::string& stage_dir) {
   IndexInfo index;
@@ -39,6 +74,8 @@ IndexInfo load_index_info(const std::string& stage_dir) {
   index.part = static_cast<int>(file.attr_int("part"));
   index.parts = static_cast<int>(file.attr_int("parts"));
   index.config_fingerprint = file.attr_string("config_fingerprint");
+  index.overlap = file.has_attr("overlap") ? file.attr_int("overlap")
+                                            : legacy_overlap(stage_dir, index.patch_size);
   index.rows = static_cast<int64_t>(file.open_dataset(index_names::kPatchId).dims()[0]);
   h5::Group g = file.open_group(index_names::kSlides);
   SlideTable& t = index.slides;

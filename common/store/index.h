@@ -53,6 +53,10 @@ struct IndexInfo {
   int num_shards = 0;
   int part = 0;
   int parts = 1;
+  // Target pixels neighbouring patches share (max(0, patch_size - stride)), attribute `overlap`;
+  // for an index.h5 written before it was recorded, from the `stride` line of the stage
+  // directory's config.ini (0 when there is none), as embed read it then.
+  int64_t overlap = 0;
   int64_t rows = 0;
   std::string config_fingerprint;
   nlohmann::json success;  // the _SUCCESS summary
@@ -62,6 +66,10 @@ struct IndexInfo {
   std::vector<int64_t> slide_offset;
   std::string shard_path(int shard) const;
 };
+
+// max(0, patch_size - step) where step is `stride` (patch_size when 0): the overlap recorded in
+// index.h5.
+int64_t patch_overlap(int64_t patch_size, int64_t stride);
 
 // Loads the attributes and the slide table of a patchgen stage directory. Throws InvalidInput
 // naming the directory when it is not complete (no _SUCCESS: "run patchgen first or finish its

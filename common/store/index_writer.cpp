@@ -86,6 +86,7 @@ void IndexWriter::finish(const SlideTable& t, const IndexAttributes& a) {
   file.set_attr("config_fingerprint", a.config_fingerprint);
   file.set_attr("part", static_cast<int64_t>(a.part));
   file.set_attr("parts", static_cast<int64_t>(a.parts));
+  file.set_attr("overlap", a.overlap);
   h5::Group slides = file.create_group(index_names::kSlides);
   slides.write_strings("slide_id", t.slide_id);
   slides.write_strings("path", t.path);

@@ -20,6 +20,7 @@ struct IndexAttributes {
   std::string config_fingerprint;
   int part = 0;
   int parts = 1;
+  int64_t overlap = 0;  // target pixels neighbouring patches share: max(0, patch_size - stride)
 };
 
 // Writes index.h5 at `path` (a temporary name; the caller commits it). Rows are buffered and

@@ -1,14 +1,78 @@
 #include "common/store/slide_features.h"
 
 #include <filesystem>
+#include <optional>
 
 #include "common/core/error.h"
+#include "common/core/fs.h"
 #include "common/h5/h5.h"
 #include "common/store/embeddings.h"
 
 namespace tessera {
 
 namespace fs = std::filesystem;
+
+void set_coords_attributes(h5::Dataset& c, const CoordsAttributes& a) {
+  c.set_attr("patch_size", a.patch_size);
+  c.set_attr("patch_size_level0", a.patch_size_level0);
+  c.set_attr("level0_magnification", a.level0_magnification);
+  c.set_attr("target_magnification", a.target_magnification);
+  c.set_attr("overlap", a.overlap);
+  c.set_attr("level0_width", a.level0_width);
+  c.set_attr("level0_height", a.level0_height);
+  c.set_attr("name", a.name);
+}
+
+struct SlideFeaturesWriter::Impl {
+  std::string path;
+  std::optional<h5::File> file;
+  std::optional<h5::Dataset> features, coords;
+};
+
+SlideFeaturesWriter::SlideFeaturesWriter(const std::string& path, int dim,
+                                         const SlideFeaturesHeader& h)
+    : impl_(std::make_unique<Impl>()) {
+  namespace names = embedding_names;
+  Impl& s = *impl_;
+  s.path = path;
+  s.file.emplace(h5::File::open(path + ".tmp", h5::Mode::kCreateTruncate));
+  const auto d = static_cast<hsize_t>(dim);
+  h5::DatasetOptions fo;
+  fo.chunk = {256, d};
+  s.features.emplace(s.file->create_appendable(names::kFeatures, h5::Type::kFloat32, {d}, fo));
+  h5::DatasetOptions co;
+  co.chunk = {256, 2};
+  s.coords.emplace(s.file->create_appendable(names::kCoords, h5::Type::kInt64, {2}, co));
+  s.file->set_attr("slide_id", h.slide_id);
+  s.file->set_attr("patch_size", h.patch_size);
+  s.file->set_attr("patch_level", h.patch_level);
+  s.file->set_attr("read_size", h.read_size);
+  s.file->set_attr("mpp", h.mpp);
+  s.file->set_attr("downsample", h.downsample);
+  s.file->set_attr("model_fingerprint", h.model_fingerprint);
+  s.features->set_attr("encoder", h.encoder);
+  s.features->set_attr("name", h.slide_id);
+  set_coords_attributes(*s.coords, h.coords);
+}
+
+SlideFeaturesWriter::~SlideFeaturesWriter() = default;
+SlideFeaturesWriter::SlideFeaturesWriter(SlideFeaturesWriter&&) noexcept = default;
+SlideFeaturesWriter& SlideFeaturesWriter::operator=(SlideFeaturesWriter&&) noexcept = default;
+
+void SlideFeaturesWriter::append(const float* features, const int64_t* coords, int64_t n) {
+  Impl& s = *impl_;
+  s.features->append(features, static_cast<hsize_t>(n));
+  s.coords->append(coords, static_cast<hsize_t>(n));
+}
+
+void SlideFeaturesWriter::commit() {
+  Impl& s = *impl_;
+  s.features->close();
+  s.coords->close();
+  s.file->close();
+  s.file.reset();
+  commit_file(s.path + ".tmp", s.path);
+}
 
 SlideFeatures read_slide_features(const std::string& path) {
   namespace names = embedding_names;
@@ -58,14 +122,9 @@ void write_trident_slide_file(const std::string& path, const std::string& name,
                                                    coords.data())
                               : file.write_dataset(names::kCoords, h5::Type::kInt64, {rows, 2},
                                                    coords.data(), chunked);
-    c.set_attr("patch_size", attributes.patch_size);
-    c.set_attr("patch_size_level0", attributes.patch_size_level0);
-    c.set_attr("level0_magnification", attributes.level0_magnification);
-    c.set_attr("target_magnification", attributes.target_magnification);
-    c.set_attr("overlap", attributes.overlap);
-    c.set_attr("level0_width", attributes.level0_width);
-    c.set_attr("level0_height", attributes.level0_height);
-    c.set_attr("name", name);
+    CoordsAttributes named = attributes;
+    named.name = name;
+    set_coords_attributes(c, named);
     for (const auto& [key, value] : root.items()) {
       if (value.is_string()) {
         file.set_attr(key, value.get<std::string>());

@@ -27,7 +27,7 @@ const std::vector<std::string>* CohortVectors::label(const std::string& column) 
 }
 
 std::string cohort_file_name(const std::string& level) {
-  return level == "patient" ? "patients.h5" : "slides.h5";
+  return level == "patient" ? kPatientCohortFile : kSlideCohortFile;
 }
 
 void write_cohort_vectors(const std::string& path, const CohortVectors& c) {

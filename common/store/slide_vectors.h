@@ -25,6 +25,8 @@
 namespace tessera {
 
 inline constexpr int64_t kCohortFileFormatVersion = 1;
+inline constexpr const char* kSlideCohortFile = "slides.h5";      // slide level
+inline constexpr const char* kPatientCohortFile = "patients.h5";  // patient level
 
 // Dataset and group names of the cohort file and of aggregate's rank vector files.
 namespace slide_vector_names {

@@ -12,9 +12,15 @@
 
 #include "common/core/clock.h"
 #include "common/core/error.h"
+#include "common/core/fs.h"
 #include "common/h5/h5.h"
+#include "common/store/files.h"
 
 namespace tessera {
+
+std::string patch_shard_file(int rank) {
+  return std::string(kShardsDir) + "/" + rank_file_name(rank, ".h5");
+}
 
 namespace {
 
@@ -426,6 +432,26 @@ ShardColumns ShardReader::read_columns() const {
                   impl_->path, impl_->rows, n, c.slide.size(), c.coords.size() / 2,
                   c.tissue.size());
   }
+  return c;
+}
+
+ShardColumns ShardReader::read_columns(int64_t first, int64_t n) const {
+  if (first < 0 || n < 0 || first + n > impl_->rows) {
+    fail<IoError>("shard '{}' has {} rows: rows {}..{} are past its end", impl_->path,
+                  impl_->rows, first, first + n);
+  }
+  ShardColumns c;
+  c.patch_id.resize(static_cast<size_t>(n));
+  c.slide.resize(static_cast<size_t>(n));
+  c.coords.resize(2 * static_cast<size_t>(n));
+  c.tissue.resize(static_cast<size_t>(n));
+  if (n == 0) return c;
+  const h5::File& f = *impl_->file;
+  const auto at = static_cast<hsize_t>(first), count = static_cast<hsize_t>(n);
+  f.open_dataset(shard_names::kPatchId).read_rows(c.patch_id.data(), at, count);
+  f.open_dataset(shard_names::kSlide).read_rows(c.slide.data(), at, count);
+  f.open_dataset(shard_names::kCoords).read_rows(c.coords.data(), at, count);
+  f.open_dataset(shard_names::kTissue).read_rows(c.tissue.data(), at, count);
   return c;
 }
 

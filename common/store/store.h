@@ -91,6 +91,9 @@ struct ShardColumns {
   std::vector<float> tissue;
 };
 
+// A rank's patch shard, relative to the patchgen stage directory: shards/rank-NNNNN.h5.
+std::string patch_shard_file(int rank);
+
 // Read access to one shard. Not thread-safe (HDF5).
 class ShardReader {
  public:
@@ -104,6 +107,9 @@ class ShardReader {
   int patch_size() const;
   const std::string& encoding() const;
   ShardColumns read_columns() const;
+  // Rows [first, first + n) of the non-pixel columns (a reader that streams a shard). Throws
+  // IoError naming the shard for rows past its end.
+  ShardColumns read_columns(int64_t first, int64_t n) const;
   // Reads the listed rows (ascending, unique) as RGB into `rgb` (rows.size() * S*S*3 bytes),
   // decoding JPEG when needed; consecutive rows are read in one HDF5 call.
   void read_patches(const std::vector<uint64_t>& rows, uint8_t* rgb) const;

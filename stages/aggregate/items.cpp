@@ -6,6 +6,7 @@
 
 #include "common/core/error.h"
 #include "common/core/fs.h"
+#include "common/store/embeddings.h"
 
 namespace tessera::aggregate {
 
@@ -76,7 +77,7 @@ ItemList make_items(const std::vector<PartSlides>& parts, Level level) {
       std::vector<std::string> labels;
       for (const auto& column : t.metadata) labels.push_back(column[s]);
       SlideRef ref{t.slide_id[s],
-                   (fs::path(part.embed_dir) / "features" / (t.slide_id[s] + ".h5")).string(),
+                   slide_features_path(part.embed_dir, t.slide_id[s]),
                    t.patch_count[s]};
       if (level == Level::kSlide || t.patient_id[s].empty()) {
         Item item;

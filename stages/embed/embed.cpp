@@ -9,6 +9,7 @@
 #include "common/core/hash.h"
 #include "common/stage/lineage.h"
 #include "common/stage/skeleton.h"
+#include "common/store/embeddings.h"
 #include "common/store/files.h"
 #include "stages/embed/infer.h"
 #include "stages/embed/merge.h"
@@ -20,8 +21,6 @@ namespace tessera::embed {
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string shard_file(int rank) { return "shards/" + rank_file_name(rank, ".h5"); }
 
 class EmbedWork final : public StageWork {
  public:
@@ -52,21 +51,22 @@ class EmbedWork final : public StageWork {
     const int rank = context.rank;
     const int world_size = context.world_size;
     std::error_code ec;
-    fs::create_directories(fs::path(dir_) / "shards", ec);
-    if (ec) fail<IoError>("cannot create '{}/shards': {}", dir_, ec.message());
+    const fs::path shards = fs::path(dir_) / kShardsDir;
+    fs::create_directories(shards, ec);
+    if (ec) fail<IoError>("cannot create '{}': {}", shards.string(), ec.message());
     const Partition partition(config_.partition, info_.rows, world_size);
     IndexReader index(info_.path);
     auto source = make_source(config_.source, info_, config_.reader);
     InferStats stats =
         embed_rows(info_, index, partition, rank, *model_, *source, config_,
-                   context.staging_path(shard_file(rank)),
+                   context.staging_path(embedding_shard_file(rank)),
                    (fs::path(dir_) / "progress.jsonl").string());
     spdlog::info("embedded {} patches in {:.1f}s ({:.1f}/s; read {:.1f}s, prepare {:.1f}s, "
                  "forward {:.1f}s, write {:.1f}s, waiting {:.1f}s)",
                  stats.patches, stats.total_s, stats.patches / std::max(1e-9, stats.total_s),
                  stats.read_s, stats.prepare_s, stats.forward_s, stats.write_s, stats.wait_s);
     RankResult result;
-    result.outputs = {shard_file(rank)};
+    result.outputs = {embedding_shard_file(rank)};
     result.fields = {{"rows", stats.patches},
                      {"model", model_fingerprint_},
                      {"stats", stats.to_json()}};
@@ -91,8 +91,7 @@ class EmbedWork final : public StageWork {
     SlideFilesSpec spec;
     spec.peers = config_.peer_layouts;
     spec.encoder = trident_encoder_name(model_fingerprint_, config_.tag);
-    spec.overlap = overlap_from_patchgen_ini(
-        read_file((fs::path(info_.stage_dir) / "config.ini").string()), info_.patch_size);
+    spec.overlap = info_.overlap;
     std::vector<std::string> outputs;
     const int64_t slides = comm.allreduce_sum(write_slide_features(
         info_, index, comm.rank(), comm.size(), model_fingerprint_, spec, dir_, &outputs));

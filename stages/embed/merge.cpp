@@ -5,45 +5,39 @@
 
 #include "common/core/error.h"
 #include "common/core/fs.h"
-#include "common/h5/h5.h"
 #include "common/store/embeddings.h"
 #include "common/store/files.h"
 #include "common/store/pt_tensor.h"
+#include "common/store/slide_features.h"
 
 namespace tessera::embed {
 
 namespace fs = std::filesystem;
-namespace names = embedding_names;
 
 namespace {
 
 constexpr int64_t kBlockRows = 4096;  // rows per read and write of a feature file
 
-std::vector<h5::VirtualSource> sources_of(const Partition& partition, const std::string& dataset) {
-  std::vector<h5::VirtualSource> sources;
+// Where each rank's rows go in embeddings.h5: one mapping for the contiguous layout, a regular
+// hyperslab of full blocks and one for a short last block for the (block-)cyclic ones.
+std::vector<ShardRows> shard_rows_of(const Partition& partition) {
+  std::vector<ShardRows> mappings;
   for (int r = 0; r < partition.size(); ++r) {
-    const std::string file = "shards/" + rank_file_name(r, ".h5");
     const int64_t count = partition.count(r);
     if (count == 0) continue;
     if (partition.spec().kind == PartitionKind::kContiguous) {
-      sources.push_back({file, dataset, static_cast<hsize_t>(partition.global_index(r, 0)), 1,
-                         static_cast<hsize_t>(count), 1, 0});
+      mappings.push_back({r, partition.global_index(r, 0), 1, count, 1, 0});
       continue;
     }
     const int64_t b = partition.spec().block;
     const int64_t full = count / b;
     const int64_t tail = count % b;
-    if (full > 0) {
-      sources.push_back({file, dataset, static_cast<hsize_t>(r * b),
-                         static_cast<hsize_t>(b * partition.size()), static_cast<hsize_t>(b),
-                         static_cast<hsize_t>(full), 0});
-    }
+    if (full > 0) mappings.push_back({r, r * b, b * partition.size(), b, full, 0});
     if (tail > 0) {
-      sources.push_back({file, dataset, static_cast<hsize_t>(partition.global_index(r, full * b)),
-                         1, static_cast<hsize_t>(tail), 1, static_cast<hsize_t>(full * b)});
+      mappings.push_back({r, partition.global_index(r, full * b), 1, tail, 1, full * b});
     }
   }
-  return sources;
+  return mappings;
 }
 
 }  // namespace
@@ -51,39 +45,19 @@ std::vector<h5::VirtualSource> sources_of(const Partition& partition, const std:
 void write_embeddings_file(const IndexInfo& info, const Partition& partition, int output_dim,
                            const Config& config, const nlohmann::json& model_fingerprint,
                            const std::string& stage_dir, const std::string& fingerprint) {
-  const auto n = static_cast<hsize_t>(info.rows);
-  const auto d = static_cast<hsize_t>(output_dim);
-  for (int r = 0; r < partition.size(); ++r) {
-    const std::string path = (fs::path(stage_dir) / "shards" / rank_file_name(r, ".h5")).string();
-    h5::File shard = h5::File::open(path, h5::Mode::kRead);
-    const auto dims = shard.open_dataset(names::kEmbeddings).dims();
-    if (static_cast<int64_t>(dims[0]) != partition.count(r) || dims[1] != d) {
-      fail<IoError>("embed shard '{}' holds {} rows of dimension {}, the partition gives its rank "
-                    "{} of {}",
-                    path, dims[0], dims[1], partition.count(r), d);
-    }
-  }
-  const std::string path = (fs::path(stage_dir) / kEmbeddingsFile).string();
-  {
-    h5::File f = h5::File::open(path + ".tmp", h5::Mode::kCreateTruncate);
-    const h5::Type values = config.store_dtype == "fp16" ? h5::Type::kFloat16 : h5::Type::kFloat32;
-    f.create_virtual(names::kPatchId, h5::Type::kInt64, {n}, sources_of(partition, names::kPatchId));
-    f.create_virtual(names::kSlide, h5::Type::kInt32, {n}, sources_of(partition, names::kSlide));
-    f.create_virtual(names::kCoords, h5::Type::kInt64, {n, 2}, sources_of(partition, names::kCoords));
-    f.create_virtual(names::kEmbeddings, values, {n, d}, sources_of(partition, names::kEmbeddings));
-    f.set_attr("format_version", kEmbedFormatVersion);
-    f.set_attr("output_dim", static_cast<int64_t>(output_dim));
-    f.set_attr("store_dtype", config.store_dtype);
-    f.set_attr("model_fingerprint", model_fingerprint.dump());
-    f.set_attr("config_fingerprint", fingerprint);
-    f.set_attr("patchgen_fingerprint", info.config_fingerprint);
-    f.set_attr("patch_size", static_cast<int64_t>(info.patch_size));
-    f.set_attr("mpp", info.mpp);
-    f.set_attr("partition", partition.spec().to_string());
-    f.set_attr("num_shards", static_cast<int64_t>(partition.size()));
-    f.close();
-  }
-  commit_file(path + ".tmp", path);
+  std::vector<int64_t> shard_rows;
+  for (int r = 0; r < partition.size(); ++r) shard_rows.push_back(partition.count(r));
+  EmbeddingsAttributes a;
+  a.output_dim = output_dim;
+  a.store_dtype = config.store_dtype;
+  a.model_fingerprint = model_fingerprint.dump();
+  a.config_fingerprint = fingerprint;
+  a.patchgen_fingerprint = info.config_fingerprint;
+  a.patch_size = info.patch_size;
+  a.mpp = info.mpp;
+  a.partition = partition.spec().to_string();
+  a.num_shards = partition.size();
+  tessera::write_embeddings_file(stage_dir, info.rows, shard_rows, shard_rows_of(partition), a);
 }
 
 namespace {
@@ -100,7 +74,7 @@ int64_t write_slide_features(const IndexInfo& info, const IndexReader& index, in
                              int world_size, const nlohmann::json& model_fingerprint,
                              const SlideFilesSpec& spec, const std::string& stage_dir,
                              std::vector<std::string>* written_files) {
-  const std::string features_dir = make_dir(stage_dir, "features");
+  make_directories(slide_features_dir(stage_dir));
   std::string pt_dir, clam_h5_dir, clam_patches_dir, trident_dir, trident_patches_dir;
   if (spec.peers.clam) {
     pt_dir = make_dir(stage_dir, "clam/pt_files");
@@ -111,11 +85,8 @@ int64_t write_slide_features(const IndexInfo& info, const IndexReader& index, in
     trident_dir = make_dir(stage_dir, "features_" + spec.encoder);
     trident_patches_dir = make_dir(stage_dir, "patches");
   }
-  h5::File merged =
-      h5::File::open((fs::path(stage_dir) / kEmbeddingsFile).string(), h5::Mode::kRead);
-  h5::Dataset m_ids = merged.open_dataset(names::kPatchId);
-  h5::Dataset m_emb = merged.open_dataset(names::kEmbeddings);
-  const hsize_t d = m_emb.dims()[1];
+  const EmbeddingsReader merged(embeddings_path(stage_dir));
+  const int d = merged.dim();
   const std::string model_json = model_fingerprint.dump();
   std::vector<int64_t> ids, xy;
   std::vector<float> values, slide_values;
@@ -127,34 +98,28 @@ int64_t write_slide_features(const IndexInfo& info, const IndexReader& index, in
     const int64_t count = info.slides.patch_count[s];
     const std::string& slide_id = info.slides.slide_id[s];
     const SlideGeometry g = slide_geometry(info, s, spec.overlap);
-    const std::string path = (fs::path(features_dir) / (slide_id + ".h5")).string();
+    const std::string path = slide_features_path(stage_dir, slide_id);
     xy.clear();
     slide_values.clear();
     {
-      h5::File f = h5::File::open(path + ".tmp", h5::Mode::kCreateTruncate);
-      h5::DatasetOptions fo;
-      fo.chunk = {256, d};
-      h5::Dataset features = f.create_appendable(names::kFeatures, h5::Type::kFloat32, {d}, fo);
-      h5::DatasetOptions co;
-      co.chunk = {256, 2};
-      h5::Dataset coords = f.create_appendable(names::kCoords, h5::Type::kInt64, {2}, co);
-      f.set_attr("slide_id", slide_id);
-      f.set_attr("patch_size", static_cast<int64_t>(info.patch_size));
-      f.set_attr("patch_level", g.patch_level);
-      f.set_attr("read_size", g.read_size);
-      f.set_attr("mpp", info.mpp);
-      f.set_attr("downsample", g.downsample);
-      f.set_attr("model_fingerprint", model_json);
-      features.set_attr("encoder", spec.encoder);
-      features.set_attr("name", slide_id);
-      set_trident_coords_attrs(coords, g);
+      SlideFeaturesHeader header;
+      header.slide_id = slide_id;
+      header.patch_size = info.patch_size;
+      header.patch_level = g.patch_level;
+      header.read_size = g.read_size;
+      header.mpp = info.mpp;
+      header.downsample = g.downsample;
+      header.model_fingerprint = model_json;
+      header.encoder = spec.encoder;
+      header.coords = trident_coords(g);
+      SlideFeaturesWriter features(path, d, header);
       for (int64_t first = info.slide_offset[s]; first < info.slide_offset[s] + count;
            first += kBlockRows) {
         const int64_t len = std::min(kBlockRows, info.slide_offset[s] + count - first);
         IndexRows rows = index.read_range(first, len);
         ids.resize(static_cast<size_t>(len));
         values.resize(static_cast<size_t>(len) * d);
-        m_ids.read_rows(ids.data(), static_cast<hsize_t>(first), static_cast<hsize_t>(len));
+        merged.read_ids(ids.data(), first, len);
         for (int64_t k = 0; k < len; ++k) {
           if (ids[k] != rows.patch_id[k] || rows.slide[k] != static_cast<int32_t>(s)) {
             fail<IoError>("embed shards disagree with the patch index at row {}: patch id {} "
@@ -162,18 +127,13 @@ int64_t write_slide_features(const IndexInfo& info, const IndexReader& index, in
                           first + k, ids[k], rows.patch_id[k]);
           }
         }
-        m_emb.read_rows_as_floats(values.data(), static_cast<hsize_t>(first),
-                                  static_cast<hsize_t>(len));
-        features.append(values.data(), static_cast<hsize_t>(len));
-        coords.append(rows.coords.data(), static_cast<hsize_t>(len));
+        merged.read_values(values.data(), first, len);
+        features.append(values.data(), rows.coords.data(), len);
         xy.insert(xy.end(), rows.coords.begin(), rows.coords.end());
         if (spec.peers.clam) slide_values.insert(slide_values.end(), values.begin(), values.end());
       }
-      features.close();
-      coords.close();
-      f.close();
+      features.commit();
     }
-    commit_file(path + ".tmp", path);
     std::vector<std::string> files = {path};
     if (spec.peers.clam) {
       files.push_back((fs::path(pt_dir) / (slide_id + ".pt")).string());

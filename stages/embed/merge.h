@@ -2,6 +2,8 @@
 // datasets over the rank shards (metadata only: O(ranks), not O(rows x D)); then every rank writes
 // the per-slide files of its share of the slides (features/ and the CLAM and TRIDENT layouts of
 // docs/formats.md), reading their rows through it; rank 0 writes the status table slides.csv.
+// The exchanged files (embeddings.h5, features/<slide_id>.h5, the .pt tensors) are written
+// through common/store; this file decides what goes in them.
 #pragma once
 
 #include <cstdint>

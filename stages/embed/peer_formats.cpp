@@ -7,7 +7,6 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
-#include <sstream>
 
 #include "common/core/csv.h"
 #include "common/core/error.h"
@@ -113,22 +112,6 @@ SlideGeometry slide_geometry(const IndexInfo& info, size_t s, int64_t overlap) {
   return g;
 }
 
-int64_t overlap_from_patchgen_ini(const std::string& ini_text, int64_t patch_size) {
-  std::stringstream in(ini_text);
-  std::string line;
-  while (std::getline(in, line)) {
-    const auto eq = line.find('=');
-    if (eq == std::string::npos) continue;
-    std::string key = line.substr(0, eq);
-    key.erase(key.find_last_not_of(" \t") + 1);
-    if (key != "stride") continue;
-    const int64_t stride = std::stoll(line.substr(eq + 1));
-    const int64_t step = stride == 0 ? patch_size : stride;
-    return std::max<int64_t>(0, patch_size - step);
-  }
-  return 0;
-}
-
 std::vector<std::string> trident_coords_attribute_names() {
   return {"patch_size",   "patch_size_level0", "level0_magnification", "target_magnification",
           "overlap",      "level0_width",      "level0_height",        "name"};
@@ -146,15 +129,17 @@ h5::Dataset write_coords(h5::File& f, const std::vector<int64_t>& xy) {
 
 }  // namespace
 
-void set_trident_coords_attrs(h5::Dataset& coords, const SlideGeometry& g) {
-  coords.set_attr("patch_size", g.patch_size);
-  coords.set_attr("patch_size_level0", g.patch_size_level0);
-  coords.set_attr("level0_magnification", g.level0_magnification);
-  coords.set_attr("target_magnification", g.target_magnification);
-  coords.set_attr("overlap", g.overlap);
-  coords.set_attr("level0_width", g.level0_width);
-  coords.set_attr("level0_height", g.level0_height);
-  coords.set_attr("name", g.name);
+CoordsAttributes trident_coords(const SlideGeometry& g) {
+  CoordsAttributes a;
+  a.patch_size = g.patch_size;
+  a.patch_size_level0 = g.patch_size_level0;
+  a.level0_magnification = g.level0_magnification;
+  a.target_magnification = g.target_magnification;
+  a.overlap = g.overlap;
+  a.level0_width = g.level0_width;
+  a.level0_height = g.level0_height;
+  a.name = g.name;
+  return a;
 }
 
 void write_trident_patch_file(const std::string& path, const std::vector<int64_t>& xy,
@@ -162,7 +147,7 @@ void write_trident_patch_file(const std::string& path, const std::vector<int64_t
   {
     h5::File f = h5::File::open(path + ".tmp", h5::Mode::kCreateTruncate);
     h5::Dataset coords = write_coords(f, xy);
-    set_trident_coords_attrs(coords, g);
+    set_coords_attributes(coords, trident_coords(g));
     coords.close();
     f.close();
   }

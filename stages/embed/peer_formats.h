@@ -11,10 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/store/index.h"
-
-namespace tessera::h5 {
-class Dataset;
-}
+#include "common/store/slide_features.h"
 
 namespace tessera::embed {
 
@@ -69,14 +66,11 @@ struct SlideGeometry {
 // described as read at level 0 with its level-0 footprint (downsample = target mpp / mpp_x).
 SlideGeometry slide_geometry(const IndexInfo& info, size_t s, int64_t overlap);
 
-// max(0, S - stride) from the `stride = N` line of patchgen's config.ini text (0 when absent).
-int64_t overlap_from_patchgen_ini(const std::string& ini_text, int64_t patch_size);
-
 // Attribute names written on a TRIDENT `coords` dataset (features and patch files).
 std::vector<std::string> trident_coords_attribute_names();
 
-// Sets TRIDENT's coords attributes (below) on `coords`. Throws IoError naming the dataset.
-void set_trident_coords_attrs(h5::Dataset& coords, const SlideGeometry& g);
+// TRIDENT's coords attributes of a slide (below; store's set_coords_attributes writes them).
+CoordsAttributes trident_coords(const SlideGeometry& g);
 
 // Writes `path` (via path.tmp, renamed when complete) holding /coords int64 [n, 2] (`xy` holds
 // 2n values) with TRIDENT's coords attributes: patch_size (S), patch_size_level0,

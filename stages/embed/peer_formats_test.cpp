@@ -110,14 +110,6 @@ TEST(PeerGeometry, OutcomesAndStatusTable) {
             "d,failed,0,\"bad, \"\"quoted\"\" reason\"\n");
 }
 
-TEST(PeerGeometry, OverlapFromPatchgenConfig) {
-  EXPECT_EQ(overlap_from_patchgen_ini("patch-size = 224\nstride = 192\n", 224), 32);
-  EXPECT_EQ(overlap_from_patchgen_ini("stride = 224\n", 224), 0);
-  EXPECT_EQ(overlap_from_patchgen_ini("stride = 0\n", 224), 0);
-  EXPECT_EQ(overlap_from_patchgen_ini("stride = 300\n", 224), 0);
-  EXPECT_EQ(overlap_from_patchgen_ini("patch-size = 224\n", 224), 0);
-}
-
 class PeerFiles : public ::testing::Test {
  protected:
   void SetUp() override {

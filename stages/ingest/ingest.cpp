@@ -18,7 +18,6 @@
 #include "common/core/fs.h"
 #include "common/core/hash.h"
 #include "common/core/progress.h"
-#include "common/h5/h5.h"
 #include "common/stage/lineage.h"
 #include "common/stage/skeleton.h"
 #include "common/store/embeddings.h"
@@ -385,7 +384,7 @@ int run_generation(const Config& config, Comm& comm, std::string& ingest_dir_out
     });
     inputs.insert(inputs.end(), {s.embed_dir, s.patchgen_dir});
     s.embed_success = read_json_file((fs::path(s.embed_dir) / "_SUCCESS").string()).value();
-    s.embeddings_path = (fs::path(s.embed_dir) / kEmbeddingsFile).string();
+    s.embeddings_path = embeddings_path(s.embed_dir);
     s.info = load_index_info(s.patchgen_dir);
     if (s.embed_success.value("patchgen_fingerprint", "") != s.info.config_fingerprint) {
       fail<InvalidInput>("'{}' was embedded from another patch run than '{}' holds now: rerun "

@@ -6,24 +6,21 @@
 #include <unordered_set>
 
 #include "common/core/error.h"
-#include "common/store/embeddings.h"
 
 namespace tessera::ingest {
 
 SourceReader::SourceReader(const Source& source)
     : source_(source),
-      file_(h5::File::open(source.embeddings_path, h5::Mode::kRead)),
-      embeddings_(file_.open_dataset(embedding_names::kEmbeddings)),
-      ids_(file_.open_dataset(embedding_names::kPatchId)),
+      embeddings_(source.embeddings_path),
       index_(source.info.path) {
-  dim_ = static_cast<int>(embeddings_.dims().at(1));
+  dim_ = embeddings_.dim();
 }
 
 void SourceReader::read(int64_t first, int64_t n, Chunk& chunk) {
   chunk.values.resize(static_cast<size_t>(n) * dim_);
-  embeddings_.read_rows_as_floats(chunk.values.data(), first, n);
+  embeddings_.read_values(chunk.values.data(), first, n);
   std::vector<int64_t> ids(n);
-  ids_.read_rows(ids.data(), first, n);
+  embeddings_.read_ids(ids.data(), first, n);
   IndexRows rows = index_.read_range(first, n);
   for (int64_t i = 0; i < n; ++i) {
     if (ids[i] != rows.patch_id[i]) {

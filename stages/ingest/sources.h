@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/h5/h5.h"
+#include "common/store/embeddings.h"
 #include "common/store/index.h"
 #include "common/store/vector_meta.h"
 
@@ -40,8 +40,7 @@ class SourceReader {
 
  private:
   const Source& source_;
-  h5::File file_;
-  h5::Dataset embeddings_, ids_;
+  EmbeddingsReader embeddings_;
   IndexReader index_;
   int dim_ = 0;
 };

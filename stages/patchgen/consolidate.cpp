@@ -9,7 +9,6 @@
 
 #include "common/core/error.h"
 #include "common/core/fs.h"
-#include "common/h5/h5.h"
 #include "common/store/files.h"
 #include "common/store/index_writer.h"
 #include "common/store/store.h"
@@ -24,20 +23,14 @@ namespace {
 class ShardCursor {
  public:
   ShardCursor(const std::string& path, int shard)
-      : file_(h5::File::open(path, h5::Mode::kRead)),
-        ids_(file_.open_dataset(shard_names::kPatchId)),
-        slide_(file_.open_dataset(shard_names::kSlide)),
-        coords_(file_.open_dataset(shard_names::kCoords)),
-        tissue_(file_.open_dataset(shard_names::kTissue)),
-        shard_(shard),
-        rows_(ids_.dims()[0]) {
+      : reader_(path), shard_(shard), rows_(reader_.rows()) {
     fill();
   }
   bool done() const { return pos_ == ids.size() && next_ == rows_; }
   int64_t id() const { return ids[pos_]; }
   int shard() const { return shard_; }
-  hsize_t rows() const { return rows_; }
-  int64_t row() const { return static_cast<int64_t>(base_ + pos_); }
+  int64_t rows() const { return rows_; }
+  int64_t row() const { return base_ + static_cast<int64_t>(pos_); }
   void advance() {
     if (++pos_ == ids.size()) fill();
   }
@@ -51,24 +44,18 @@ class ShardCursor {
   void fill() {
     base_ = next_;
     pos_ = 0;
-    const hsize_t n = std::min<hsize_t>(static_cast<hsize_t>(kMergeBlockRows), rows_ - next_);
-    ids.resize(n);
-    slide.resize(n);
-    coords.resize(2 * n);
-    tissue.resize(n);
-    if (n > 0) {
-      ids_.read_rows(ids.data(), next_, n);
-      slide_.read_rows(slide.data(), next_, n);
-      coords_.read_rows(coords.data(), next_, n);
-      tissue_.read_rows(tissue.data(), next_, n);
-    }
+    const int64_t n = std::min<int64_t>(kMergeBlockRows, rows_ - next_);
+    ShardColumns c = reader_.read_columns(next_, n);
+    ids = std::move(c.patch_id);
+    slide = std::move(c.slide);
+    coords = std::move(c.coords);
+    tissue = std::move(c.tissue);
     next_ += n;
   }
-  h5::File file_;
-  h5::Dataset ids_, slide_, coords_, tissue_;
+  ShardReader reader_;
   int shard_;
-  hsize_t rows_;
-  hsize_t base_ = 0, next_ = 0;
+  int64_t rows_;
+  int64_t base_ = 0, next_ = 0;
   size_t pos_ = 0;
 };
 
@@ -219,6 +206,7 @@ nlohmann::json consolidate(const Manifest& manifest, const PartPlan& part, const
     attributes.config_fingerprint = fingerprint;
     attributes.part = config.stage.part;
     attributes.parts = config.stage.parts;
+    attributes.overlap = patch_overlap(config.patch_size, config.stride);
     index.finish(slide_table(manifest, part, summaries, failures, merged.per_slide, config),
                  attributes);
   }

@@ -296,7 +296,7 @@ nlohmann::json ExtractStats::to_json() const {
           {"tile_decode_s", tile_decode_s},        {"openslide_fallbacks", openslide_fallbacks}};
 }
 
-std::string shard_file(int rank) { return "shards/" + rank_file_name(rank, ".h5"); }
+std::string shard_file(int rank) { return patch_shard_file(rank); }
 
 ExtractStats extract_rank(const Manifest& manifest, const PartPlan& part, const Config& config,
                           int rank, int world_size, const std::string& stage_dir,

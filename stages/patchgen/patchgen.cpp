@@ -54,7 +54,7 @@ class PatchgenWork final : public StageWork {
   std::optional<int> setup(Comm& comm, StageAction action) override {
     const std::string qc_dir = (fs::path(dir_) / "qc").string();
     make_directory(qc_dir);
-    make_directory((fs::path(dir_) / "plans").string());
+    make_directory((fs::path(dir_) / kPlansDir).string());
     if (comm.rank() == 0 && !generated_manifest_.empty()) {
       atomic_write_file((fs::path(dir_) / kDirectoryManifest).string(), generated_manifest_);
     }

@@ -11,6 +11,7 @@
 #include "common/core/error.h"
 #include "common/core/fs.h"
 #include "common/h5/h5.h"
+#include "common/store/files.h"
 #include "stages/patchgen/qc.h"
 #include "common/slide/slide.h"
 
@@ -164,7 +165,7 @@ SlidePlan plan_slide(const SlideEntry& entry, const Config& config, const std::s
 }
 
 std::string plan_path(const std::string& stage_dir, const std::string& slide_id) {
-  return (std::filesystem::path(stage_dir) / "plans" / (slide_id + ".h5")).string();
+  return (std::filesystem::path(stage_dir) / kPlansDir / (slide_id + ".h5")).string();
 }
 
 void write_plan(const std::string& path, const SlidePlan& plan, const SlideEntry& entry,
