@@ -12,6 +12,7 @@
 #include "common/core/clock.h"
 #include "common/core/error.h"
 #include "common/core/fs.h"
+#include "common/stage/failure.h"
 #include "common/stage/lineage.h"
 
 namespace tessera {
@@ -79,7 +80,7 @@ void require_all_parts(const std::string& root, int parts) {
 }
 
 std::string marker_path(const std::string& stage_dir, int rank) {
-  return (fs::path(stage_dir) / "markers" / rank_file_name(rank, ".json")).string();
+  return (fs::path(stage_dir) / kMarkerDir / rank_file_name(rank, ".json")).string();
 }
 
 namespace {
@@ -260,17 +261,18 @@ std::string stage_outputs_problem(const std::string& stage_dir, VerifyLevel leve
   return "";
 }
 
-int run_stage(Comm& comm, const StageRun& run, StageWork& work) {
-  const std::string start_time = utc_timestamp();
-  StageState state = prepare_stage(comm, run.stage, run.dir, run.config_ini, run.fingerprint,
-                                   run.options, run.run_fields, run.links);
+namespace {
+
+// run_stage once the directory is taken.
+int run_taken_stage(Comm& comm, const StageRun& run, StageWork& work, StageState& state,
+                    const std::string& start_time) {
   if (state.action == StageAction::kComplete && run.options.verify == VerifyLevel::kFull) {
     // A complete stage checked in full: anything damaged since is redone, the rest kept.
     std::string problem =
         check_markers_shared(comm, run.dir, run.fingerprint, comm.size(), VerifyLevel::kFull);
     if (problem.empty()) {
       const auto success = decided_by_root(comm, [&] {
-        return read_file((fs::path(run.dir) / kSuccessFile).string());
+        return read_file(stage_file(run.dir, kSuccessFile));
       });
       problem = check_success_outputs_shared(comm, run.dir, nlohmann::json::parse(success),
                                              VerifyLevel::kFull);
@@ -401,8 +403,27 @@ int run_stage(Comm& comm, const StageRun& run, StageWork& work) {
     summary["wait_s_rank0"] = wait_s;
     summary["finish_s"] = seconds_since(finish_start);
     atomic_write_file((fs::path(run.dir) / "_SUCCESS").string(), marker_text(summary));
+    clear_failures(run.dir, -1);
     return std::to_string(summary["exit_code"].get<int>());
   }));
+}
+
+}  // namespace
+
+int run_stage(Comm& comm, const StageRun& run, StageWork& work) {
+  const std::string start_time = utc_timestamp();
+  StageState state = prepare_stage(comm, run.stage, run.dir, run.config_ini, run.fingerprint,
+                                   run.options, run.run_fields, run.links);
+  // From here on the directory is this job's: a failure is recorded there for tessera-status.
+  clear_failures(run.dir, comm.rank());
+  try {
+    return run_taken_stage(comm, run, work, state, start_time);
+  } catch (const std::exception& e) {
+    const auto* error = dynamic_cast<const Error*>(&e);
+    record_failure(run.dir, {comm.rank(), error ? error->exit_code() : kExitError, e.what(),
+                             utc_timestamp()});
+    throw;
+  }
 }
 
 }  // namespace tessera

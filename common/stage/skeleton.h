@@ -86,7 +86,9 @@ class StageWork {
 };
 
 // Collective. Runs the stage and returns its exit code, the same on every rank. Errors are thrown
-// (the MPI entry point turns them into an exit code and ends the job).
+// (the MPI entry point turns them into an exit code and ends the job); one thrown after the
+// directory is taken is first recorded there by the rank that threw (failure.h), for
+// tessera-status.
 int run_stage(Comm& comm, const StageRun& run, StageWork& work);
 
 // Collective. Checks a completed stage directory that this stage reads (patchgen's for embed,

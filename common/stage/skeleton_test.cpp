@@ -10,6 +10,7 @@
 
 #include "common/core/error.h"
 #include "common/core/fs.h"
+#include "common/stage/failure.h"
 #include "common/stage/lineage.h"
 
 namespace tessera {
@@ -23,6 +24,7 @@ class RecordingWork final : public StageWork {
   std::optional<int> setup(Comm&, StageAction action) override {
     ++setups;
     last_action = action;
+    if (!setup_error.empty()) fail<InvalidInput>("{}", setup_error);
     return early_exit;
   }
   RankResult rank_work(const RankContext& context) override {
@@ -45,6 +47,7 @@ class RecordingWork final : public StageWork {
   int finish_code = 0;
 
   std::optional<int> early_exit;
+  std::string setup_error;  // thrown by setup as InvalidInput when not empty
   StageAction last_action = StageAction::kFresh;
 
  private:
@@ -127,6 +130,31 @@ TEST_F(SkeletonTest, SetupCanEndTheStageEarly) {
   EXPECT_EQ(run_stage(comm_, run_, work), kExitSlidesFailed);
   EXPECT_EQ(work.rank_works, 0);
   EXPECT_FALSE(fs::exists(dir_ / "_SUCCESS"));
+}
+
+// A failure after the directory is taken is recorded there with its exit code (tessera-status
+// shows it); the next attempt removes it, and a refusal before the directory is taken records
+// nothing.
+TEST_F(SkeletonTest, AFailureIsRecordedUntilTheNextAttempt) {
+  RecordingWork failing(dir_.string());
+  failing.setup_error = "index needs 4096 training vectors";
+  EXPECT_THROW(run_stage(comm_, run_, failing), InvalidInput);
+  auto failures = read_failures(dir_.string(), 1);
+  ASSERT_EQ(failures.size(), 1u);
+  EXPECT_EQ(failures[0].rank, 0);
+  EXPECT_EQ(failures[0].exit_code, kExitBadInput);
+  EXPECT_EQ(failures[0].message, "index needs 4096 training vectors");
+  EXPECT_FALSE(failures[0].time.empty());
+
+  RecordingWork fixed(dir_.string());
+  ASSERT_EQ(run_stage(comm_, run_, fixed), 0);
+  EXPECT_TRUE(read_failures(dir_.string(), 1).empty());
+  EXPECT_FALSE(fs::exists(dir_ / kFailureDir));
+
+  run_.fingerprint = "other";  // refused: the directory is another configuration's
+  RecordingWork refused(dir_.string());
+  EXPECT_THROW(run_stage(comm_, run_, refused), InvalidInput);
+  EXPECT_TRUE(read_failures(dir_.string(), 1).empty());
 }
 
 TEST_F(SkeletonTest, ChangedConfigurationIsRefusedUnlessOverwrite) {
