@@ -229,6 +229,10 @@ VectorIndex VectorIndex::empty_copy() const {
 
 bool VectorIndex::is_trained() const { return impl_->index->is_trained; }
 
+int64_t VectorIndex::training_rows_needed() const {
+  return is_trained() ? 0 : training_need(impl_->target());
+}
+
 void VectorIndex::train(const float* x, int64_t n) {
   if (!impl_->mapped_path.empty()) {
     fail<InvalidInput>("vector index '{}' was read with mmap and cannot be trained",

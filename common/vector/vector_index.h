@@ -68,6 +68,10 @@ class VectorIndex {
   VectorIndex empty_copy() const;
 
   bool is_trained() const;
+  // The fewest training vectors train() accepts (IVF: nlist; PQ: 2^nbits centroids per
+  // sub-quantizer); 0 when the index is trained already. Lets a caller refuse a spec before it
+  // writes anything.
+  int64_t training_rows_needed() const;
   // Trains on n vectors (row-major n x dim). Throws InvalidInput when n is fewer than the index
   // needs (IVF: nlist; PQ: 2^nbits centroids per sub-quantizer), saying how many it needs.
   void train(const float* x, int64_t n);

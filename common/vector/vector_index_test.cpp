@@ -182,6 +182,13 @@ TEST(VectorIndex, ReportsKinds) {
   EXPECT_EQ(flat.dim(), kDim);
 }
 
+TEST(VectorIndex, SaysHowManyTrainingVectorsItNeeds) {
+  EXPECT_EQ(VectorIndex::create("Flat", kDim, Metric::kL2).training_rows_needed(), 0);
+  EXPECT_EQ(VectorIndex::create("IVF4096,Flat", kDim, Metric::kL2).training_rows_needed(), 4096);
+  EXPECT_EQ(VectorIndex::create("PQ4x8", kDim, Metric::kL2).training_rows_needed(), 256);
+  EXPECT_EQ(VectorIndex::create("IVF16,PQ4x8", kDim, Metric::kL2).training_rows_needed(), 256);
+}
+
 TEST(VectorIndex, FlatEqualsBruteForceWithCallerIds) {
   const auto x = clustered(2000, 20, 1);
   const auto ids = caller_ids(2000);

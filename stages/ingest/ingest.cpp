@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <filesystem>
 
@@ -406,15 +407,31 @@ int run_generation(const Config& config, Comm& comm, std::string& ingest_dir_out
     fail<InvalidInput>("'{}' was embedded with another model than the vectors in '{}'",
                        sources.front().embed_dir, ingest_dir);
   }
-  (void)VectorIndex::create(config.index, dim, metric);
-  if (decision.generation == 0) {
-    int64_t total = 0;
-    for (const Source& s : sources) total += s.info.rows;
-    if (config.shards > std::max<int64_t>(total, 1)) {
-      fail<InvalidInput>("--shards {} is more than the {} embedding(s) to ingest: at least {} "
-                         "shard(s) would stay empty; give at most {} shards",
-                         config.shards, total, config.shards - total, std::max<int64_t>(total, 1));
-    }
+  // Every problem of the options against these rows, at once, before any directory is made.
+  int64_t total = 0;
+  for (const Source& s : sources) total += s.info.rows;
+  std::vector<std::string> problems;
+  const bool trained_before = decision.previous && !decision.previous->trained.empty();
+  const int64_t need = VectorIndex::create(config.index, dim, metric).training_rows_needed();
+  const int64_t sample = std::min(config.train_size, total);
+  if (!trained_before && need > sample) {
+    problems.push_back(fmt::format(
+        "--index {} is trained on at least {} vectors, and {}: give an index with fewer "
+        "centroids (IVF{},Flat: about sqrt of the rows) or Flat",
+        config.index, need,
+        sample < total ? fmt::format("--train-size is {}", config.train_size)
+                       : fmt::format("this generation has {}", total),
+        std::max<int64_t>(1, static_cast<int64_t>(std::sqrt(static_cast<double>(sample))))));
+  }
+  if (decision.generation == 0 && config.shards > std::max<int64_t>(total, 1)) {
+    problems.push_back(fmt::format("--shards {} is more than the {} embedding(s) to ingest: at "
+                                   "least {} shard(s) would stay empty; give at most {} shards",
+                                   config.shards, total, config.shards - total,
+                                   std::max<int64_t>(total, 1)));
+  }
+  if (!problems.empty()) {
+    fail<InvalidInput>("ingest into '{}' (nothing written): {}", ingest_dir,
+                       fmt::join(problems, "; "));
   }
 
   std::string identity = config.fingerprint_ini;

@@ -4,6 +4,7 @@
 
 #include "common/core/error.h"
 #include "common/core/fs.h"
+#include "common/stage/failure.h"
 #include "common/store/embeddings.h"
 #include "tests/inprocess/pipeline.h"
 #include "tests/inprocess/support.h"
@@ -173,6 +174,23 @@ TEST_F(IngestRun, AMissingEmbedOutputIsBadInputOnEveryRank) {
   }
 }
 
+// An index spec the rows cannot train and more shards than rows are both reported, in one
+// InvalidInput on every rank, before anything is written: no RUN/ingest/<name> is left behind.
+TEST_F(IngestRun, OptionsTheRowsCannotMeetAreAllRefusedBeforeAnythingIsWritten) {
+  for (int ranks = 1; ranks <= 2; ++ranks) {
+    const std::string name = fmt::format("too-big-r{}", ranks);
+    const auto both = run_stage_ranks(
+        ranks, ingest::run,
+        ingest_config(run_dir(), name, {"--index", "IVF4096,Flat", "--shards", "65536"}));
+    expect_job_failed<InvalidInput>(both, kExitBadInput, "trained on at least 4096 vectors");
+    expect_job_failed<InvalidInput>(both, kExitBadInput, "--shards 65536 is more than");
+    const auto index_only = run_stage_ranks(
+        ranks, ingest::run, ingest_config(run_dir(), name, {"--index", "IVF4096,Flat"}));
+    expect_job_failed<InvalidInput>(index_only, kExitBadInput, "trained on at least 4096 vectors");
+    EXPECT_FALSE(path_exists(run_dir() + "/ingest/" + name)) << name;
+  }
+}
+
 // Through the Faults seam (--debug-kill-rank/-after with --debug-fail-io): the last rank fails
 // with an I/O error midway through adding its vectors; every rank ends with exit 1, nothing is
 // taken for complete, and a rerun without the fault redoes only that rank and gives the same
@@ -190,6 +208,12 @@ TEST_F(IngestRun, AnInjectedIoErrorEndsEveryRankAndARerunFinishesTheSameShards) 
         run_stage_ranks(ranks, ingest::run, ingest_config(run_dir(), name, faulty));
     expect_job_failed<IoError>(outcomes, kExitError, "injected I/O error");
     EXPECT_FALSE(path_exists(generation(run_dir(), name) + "/_SUCCESS"));
+    // The failing rank recorded why, for tessera-status; the rerun removes the record.
+    const auto failures = read_failures(generation(run_dir(), name), ranks);
+    ASSERT_FALSE(failures.empty()) << name;
+    EXPECT_EQ(failures.back().rank, ranks - 1);
+    EXPECT_EQ(failures.back().exit_code, kExitError);
+    EXPECT_NE(failures.back().message.find("injected I/O error"), std::string::npos);
     EXPECT_FALSE(path_exists(run_dir() + "/ingest/" + name + "/catalog.json"));
     const auto rerun = run_stage_ranks(ranks, ingest::run, ingest_config(run_dir(), name, common));
     ASSERT_EQ(exit_codes(rerun), std::vector<int>(ranks, 0)) << describe(rerun);
