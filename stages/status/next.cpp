@@ -1,12 +1,16 @@
 #include "stages/status/next.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <regex>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "common/core/error.h"
 #include "common/stage/layout.h"
 #include "stages/status/read.h"
 
@@ -124,6 +128,38 @@ void require_slide_vectors(std::vector<StageStatus>& rows) {
                                   source->problem);
     }
   }
+}
+
+void drop_reruns_that_fail_alike(std::vector<StageStatus>& rows) {
+  for (auto& s : rows) {
+    if (!s.failure || s.failure->exit_code != kExitBadInput || s.state != State::kIncomplete) {
+      continue;
+    }
+    s.next.clear();
+    s.problem = fmt::format("its last run was refused as invalid input, and a rerun with the "
+                            "same options would be too: fix what the failure says, then rerun "
+                            "with --overwrite, or remove {}",
+                            shell_word(s.dir));
+  }
+}
+
+std::string program_path(const std::string& executable, const std::string& self_dir) {
+  if (self_dir.empty()) return executable;
+  for (const fs::path& candidate : {fs::path(self_dir) / ".." / executable / executable,
+                                    fs::path(self_dir) / executable}) {
+    std::error_code ec;
+    if (fs::is_regular_file(candidate, ec) && ::access(candidate.c_str(), X_OK) == 0) {
+      return fs::weakly_canonical(candidate, ec).string();
+    }
+  }
+  return executable;
+}
+
+std::string with_program_path(const std::string& command, const std::string& self_dir) {
+  static const std::regex kMpirun("^(mpirun -np [0-9]+ )([A-Za-z0-9_-]+)( .*)?$");
+  std::smatch m;
+  if (!std::regex_match(command, m, kMpirun)) return command;
+  return m[1].str() + shell_word(program_path(m[2].str(), self_dir)) + m[3].str();
 }
 
 std::optional<StageStatus> due_generation(const std::string& root, const std::string& name,

@@ -58,6 +58,24 @@ void set_vector_index_next(StageStatus& index);
 // row of the run.
 void require_slide_vectors(std::vector<StageStatus>& rows);
 
+// A row whose last attempt failed on invalid input (failure exit code 2) would fail the same way
+// rerun from its config.ini: its `next` is dropped and `problem` says what to do instead (fix the
+// options the failure names, and rerun with --overwrite, or remove the directory). Other
+// failures (I/O, a killed rank) keep their rerun, which resumes. `rows`: every row of the run;
+// call before require_slide_vectors, so that what depends on a dropped rerun is dropped too.
+void drop_reruns_that_fail_alike(std::vector<StageStatus>& rows);
+
+// Where a command names a stage's executable `executable`, seen from `self_dir`, the folder of the
+// running tessera-status: `self_dir/../<executable>/<executable>` (a build tree's
+// build/stages/<stage>/<stage> beside build/stages/status/) or `self_dir/<executable>` (one bin/
+// folder), as an absolute path when that file exists and is executable; else the bare name (to be
+// found on PATH). `self_dir` "" gives the bare name.
+std::string program_path(const std::string& executable, const std::string& self_dir);
+
+// `command` ("mpirun -np W <executable> ...", as this file builds them) with the executable named
+// by program_path, so that it runs as printed from any directory; other text as it is.
+std::string with_program_path(const std::string& command, const std::string& self_dir);
+
 // The embed output of a tag as ingest suggestions need it.
 struct EmbedTag {
   std::string tag;

@@ -91,6 +91,11 @@ nlohmann::json to_json(const RunStatus& status) {
         {"progress", s.progress ? *s.progress : nlohmann::json(nullptr)},
         {"next", str_or_null(s.next)},
         {"problem", str_or_null(s.problem)},
+        {"failure", s.failure ? nlohmann::json{{"rank", s.failure->rank},
+                                               {"exit_code", s.failure->exit_code},
+                                               {"message", s.failure->message},
+                                               {"time", s.failure->time}}
+                              : nlohmann::json(nullptr)},
     });
   }
   return {{"format_version", 1},
@@ -150,6 +155,10 @@ std::string format_table(const RunStatus& status) {
     }
     if (!s.problem.empty()) pending += fmt::format(" ({})", s.problem);
     pending += "\n";
+    if (s.failure) {
+      pending += fmt::format("    last run failed (rank {}, exit code {}, {}): {}\n", s.failure->rank,
+                             s.failure->exit_code, s.failure->time, s.failure->message);
+    }
     if (s.progress && !is_complete(s.state)) {
       try {
         ProgressRecord p = ProgressRecord::from_json(*s.progress);

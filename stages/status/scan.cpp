@@ -186,7 +186,7 @@ std::vector<nlohmann::json> running_services(const std::string& dir) {
   return out;
 }
 
-RunStatus scan_run(const std::string& run) {
+RunStatus scan_run(const std::string& run, const std::string& self_dir) {
   std::error_code ec;
   if (!fs::exists(run, ec)) fail<InvalidInput>("run directory '{}' does not exist", run);
   if (!is_dir(run)) fail<InvalidInput>("'{}' is not a directory", run);
@@ -228,6 +228,7 @@ RunStatus scan_run(const std::string& run) {
     }
   }
 
+  drop_reruns_that_fail_alike(status.stages);
   require_slide_vectors(status.stages);
   for (auto& s : status.stages) {
     if (s.next.empty()) continue;
@@ -245,6 +246,9 @@ RunStatus scan_run(const std::string& run) {
   for (auto& command : vector_index_suggestions(status.run, status.stages, indexed)) {
     status.next.push_back(std::move(command));
   }
+  // Every command names its executable by path, so that it runs as printed from anywhere.
+  for (auto& s : status.stages) s.next = with_program_path(s.next, self_dir);
+  for (auto& command : status.next) command = with_program_path(command, self_dir);
   return status;
 }
 

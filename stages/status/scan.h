@@ -14,8 +14,10 @@ namespace tessera::status {
 
 // Scans run directory `run`. Not collective; reads only. Throws InvalidInput when `run` does not
 // exist, is not a directory, or holds no folder of any stage of the graph. Problems with single
-// files (unreadable JSON) are reported in the rows' `problem`, not thrown.
-RunStatus scan_run(const std::string& run);
+// files (unreadable JSON) are reported in the rows' `problem`, not thrown. The commands name the
+// stages' executables as next.h's program_path finds them from `self_dir` (the folder of the
+// running tessera-status; "" for bare names).
+RunStatus scan_run(const std::string& run, const std::string& self_dir = "");
 
 // The services registered in `dir` (RUN/serve, serve's registry.h), sorted by file name: on this
 // host only those whose process is alive, from other hosts every one.

@@ -11,6 +11,7 @@
 #include "common/core/utc.h"
 #include "common/stage/layout.h"
 #include "common/stage/lineage.h"
+#include "common/vector/slide_catalog.h"
 #include "common/stage/marker.h"
 #include "common/stage/skeleton.h"
 #include "stages/status/paths.h"
@@ -188,6 +189,10 @@ void read_stage_dir(StageStatus& s) {
     }
     if (!s.ranks_done.empty()) s.rows = rows;
     if (first && last) s.duration_s = seconds_between(*first, *last);
+    if (s.state == State::kIncomplete && !run_damaged) {
+      const std::vector<StageFailure> failures = read_failures(s.dir, world);
+      if (!failures.empty()) s.failure = failures.front();
+    }
   }
   if (s.rows && s.duration_s && *s.duration_s > 0) {
     s.rows_per_s = static_cast<double>(*s.rows) / *s.duration_s;
@@ -208,7 +213,7 @@ void require_listed_generations(std::vector<StageStatus>& generations, const std
 }
 
 void require_slide_catalog(StageStatus& index) {
-  if (!is_complete(index.state) || exists(join_path(index.dir, "slide_catalog.json"))) return;
+  if (!is_complete(index.state) || exists(join_path(index.dir, kSlideCatalogFile))) return;
   index.state = State::kIncomplete;
   index.problem = "slide_catalog.json is missing; query cannot use it: rerun ingest with "
                   "--overwrite to rebuild the index";

@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/stage/failure.h"
+
 namespace tessera::status {
 
 // Exit code of tessera-status when some stage directory is not complete (0: all complete; 2: no
@@ -69,6 +71,9 @@ struct StageStatus {
   std::optional<double> rows_per_s;  // rows / duration_s
   std::optional<nlohmann::json> progress;  // last record of progress.jsonl
   bool run_json_damaged = false;  // run.json exists but cannot be read: no rerun command suggested
+  // Incomplete: why its last attempt failed (common/stage/failure.h), the lowest rank's record;
+  // nullopt when none was recorded (a killed job, or a refusal before it took the directory).
+  std::optional<StageFailure> failure;
   std::string next;     // the command that completes it, "" when none (complete, running)
   std::string problem;  // what could not be read or decided, "" when nothing
 };

@@ -1,5 +1,6 @@
 #include "stages/status/status.h"
 
+#include <filesystem>
 #include <ostream>
 
 #include <boost/program_options.hpp>
@@ -11,6 +12,8 @@
 namespace tessera::status {
 
 namespace {
+
+namespace fs = std::filesystem;
 
 constexpr const char* kUsage =
     "tessera-status RUN [--json | --incomplete]\n"
@@ -72,7 +75,11 @@ int status_main(const std::vector<std::string>& args, std::ostream& out, std::os
     return kExitBadInput;
   }
   try {
-    RunStatus status = scan_run(values["run"].as<std::string>());
+    // The stages' executables are found beside this one (next.h program_path).
+    std::error_code ec;
+    const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+    RunStatus status =
+        scan_run(values["run"].as<std::string>(), ec ? "" : self.parent_path().string());
     if (values["json"].as<bool>()) {
       // Names of files and folders may hold any bytes: shown as U+FFFD, never a failure.
       out << to_json(status).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";

@@ -75,15 +75,20 @@ nlohmann::json status(int* code) {
   return nlohmann::json::parse(out);
 }
 
-// A command as tessera-status prints it ("mpirun -np N <stage> ..."), runnable here.
+// A command as tessera-status prints it ("mpirun -np N /abs/build/stages/<stage>/<stage> ..."),
+// runnable here: the program by its absolute path, this build's (tessera-status finds it beside
+// itself), with this test's mpirun options.
 std::string as_run_here(const std::string& next) {
-  static const std::regex kCommand("mpirun -np ([0-9]+) (patchgen|embed|ingest) (.*)");
+  static const std::regex kCommand("mpirun -np ([0-9]+) (/[^ ]+) (.*)");
   std::smatch m;
   if (!std::regex_match(next, m, kCommand)) {
     ADD_FAILURE() << "unexpected next command: " << next;
     return "false";
   }
-  const std::string program = m[2] == "patchgen" ? kPatchgen : m[2] == "embed" ? kEmbed : kIngest;
+  const std::string program = m[2];
+  if (program != kPatchgen && program != kEmbed && program != kIngest) {
+    ADD_FAILURE() << "the command names '" << program << "', not this build's stage: " << next;
+  }
   return mpirun(std::stoi(m[1])) + program + " " + m[3].str();
 }
 
