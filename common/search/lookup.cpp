@@ -5,7 +5,6 @@
 
 #include "common/core/error.h"
 #include "common/core/fs.h"
-#include "common/h5/h5.h"
 #include "common/slide/slide.h"
 #include "common/stage/skeleton.h"
 #include "common/store/embeddings.h"
@@ -122,18 +121,17 @@ StoredPatch PatchLookup::nearest(int32_t slide, int64_t x, int64_t y) const {
 std::vector<float> PatchLookup::embedding(const StoredPatch& patch) const {
   impl_->check_embed(patch.source);
   const std::string path =
-      impl_->catalog->path(impl_->catalog->sources[patch.source].embed_dir + "/embeddings.h5");
-  h5::File file = h5::File::open(path, h5::Mode::kRead);
-  h5::Dataset values = file.open_dataset(embedding_names::kEmbeddings);
+      embeddings_path(impl_->catalog->path(impl_->catalog->sources[patch.source].embed_dir));
+  const EmbeddingsReader file(path);
   int64_t id = -1;
-  file.open_dataset(embedding_names::kPatchId).read_rows(&id, patch.row, 1);
+  file.read_ids(&id, patch.row, 1);
   if (id != patch.patch_id) {
     fail<IoError>("'{}' row {} holds patch {}, the index says patch {}: the embed output does not "
                   "belong to the patch index",
                   path, patch.row, id, patch.patch_id);
   }
-  std::vector<float> v(values.dims().at(1));
-  values.read_rows_as_floats(v.data(), patch.row, 1);
+  std::vector<float> v(file.dim());
+  file.read_values(v.data(), patch.row, 1);
   return v;
 }
 
@@ -146,18 +144,17 @@ SlidePatches PatchLookup::slide_patches(int32_t slide) const {
     const IndexRows rows = IndexReader(info.path).read_range(first, count);
     impl_->check_embed(s);
     const std::string path =
-        impl_->catalog->path(impl_->catalog->sources[s].embed_dir + "/embeddings.h5");
-    h5::File file = h5::File::open(path, h5::Mode::kRead);
-    h5::Dataset values = file.open_dataset(embedding_names::kEmbeddings);
+        embeddings_path(impl_->catalog->path(impl_->catalog->sources[s].embed_dir));
+    const EmbeddingsReader file(path);
     std::vector<int64_t> ids(count);
-    file.open_dataset(embedding_names::kPatchId).read_rows(ids.data(), first, count);
+    file.read_ids(ids.data(), first, count);
     if (ids != rows.patch_id) {
       fail<IoError>("'{}' rows {}..{} do not hold the patches the index lists for slide {}: the "
                     "embed output does not belong to the patch index",
                     path, first, first + count, slide);
     }
-    out.embeddings.resize(static_cast<size_t>(count) * values.dims().at(1));
-    values.read_rows_as_floats(out.embeddings.data(), first, count);
+    out.embeddings.resize(static_cast<size_t>(count) * file.dim());
+    file.read_values(out.embeddings.data(), first, count);
     out.patch_id = rows.patch_id;
     out.coords = rows.coords;
     out.footprint = info.patch_size * info.slides.downsample.at(slide);

@@ -9,8 +9,8 @@
 #include "common/stage/skeleton.h"
 #include "common/vector/vector_index.h"
 #include "common/store/slide_vectors.h"
+#include "common/store/embeddings.h"
 #include "common/store/slide_features.h"
-#include "stages/ingest/slide_index.h"
 
 namespace tessera::search {
 
@@ -44,7 +44,7 @@ class ExcludeRows final : public IdFilter {
 }  // namespace
 
 SimilarIndex::SimilarIndex(const std::string& dir)
-    : catalog_(ingest::load_slide_catalog(dir)),
+    : catalog_(load_slide_catalog(dir)),
       entries_(read_cohort_vectors(catalog_.path(catalog_.entries_file))),
       index_(std::make_unique<VectorIndex>(
           VectorIndex::read(catalog_.path(catalog_.index_file), false))) {
@@ -133,11 +133,11 @@ nlohmann::json SimilarIndex::report_json(const SimilarHits& hits, int k,
 SlideFeatures read_mosaic_features(const Catalog& catalog, const std::string& slide_id,
                                    VerifyLevel verify) {
   for (const auto& source : catalog.sources) {
-    const std::string path = catalog.path(source.embed_dir + "/features/" + slide_id + ".h5");
+    const std::string path = catalog.path(slide_features_path(source.embed_dir, slide_id));
     if (!path_exists(path)) continue;
     // Checked against embed's _SUCCESS first: HDF5's Fletcher32 alone can be fooled.
     const std::string why = finish_output_problem(catalog.path(source.embed_dir),
-                                                  "features/" + slide_id + ".h5", verify);
+                                                  slide_features_file(slide_id), verify);
     if (!why.empty()) {
       fail<IoError>("the features of slide '{}' are damaged: {}; rerun embed with --verify full",
                     slide_id, why);

@@ -15,7 +15,7 @@
 #include "common/store/slide_vectors.h"
 #include "common/store/vector_meta.h"
 #include "common/vector/catalog.h"
-#include "stages/ingest/slide_index.h"
+#include "common/vector/slide_catalog.h"
 #include "common/search/votes.h"
 #include "common/stage/stage_options.h"
 
@@ -45,7 +45,7 @@ class SimilarIndex {
   SimilarIndex(const SimilarIndex&) = delete;
   SimilarIndex& operator=(const SimilarIndex&) = delete;
 
-  const ingest::SlideCatalog& catalog() const { return catalog_; }
+  const SlideCatalog& catalog() const { return catalog_; }
   const CohortVectors& entries() const { return entries_; }
   const std::string& level() const { return catalog_.level; }
 
@@ -61,7 +61,7 @@ class SimilarIndex {
   nlohmann::json report_json(const SimilarHits& hits, int k, bool exclude_same_patient) const;
 
  private:
-  ingest::SlideCatalog catalog_;
+  SlideCatalog catalog_;
   CohortVectors entries_;
   std::unique_ptr<VectorIndex> index_;
   mutable std::mutex search_mutex_;

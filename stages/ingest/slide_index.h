@@ -7,16 +7,9 @@
 #pragma once
 
 #include "common/mpi/comm.h"
-#include "common/vector/slide_catalog.h"
 #include "stages/ingest/config.h"
 
 namespace tessera::ingest {
-
-// Transitional, until the search library names the catalog from common/vector itself.
-using tessera::has_slide_catalog;
-using tessera::kSlideCatalogFile;
-using tessera::load_slide_catalog;
-using tessera::SlideCatalog;
 
 // Collective. ingest at slide or patient level (config.level): reads RUN/slides/<config.slides>
 // (the only aggregate output of that level when not named), builds RUN/ingest/<name> (default: the

@@ -68,7 +68,7 @@ std::string similar_report(const Config& config) {
   if (config.format == "csv") return csv_text(hits.columns, hits.rows);
   if (config.format == "json") return j.dump(2) + "\n";
   const CohortVectors& entries = index.entries();
-  const ingest::SlideCatalog& catalog = index.catalog();
+  const SlideCatalog& catalog = index.catalog();
   const std::string& patient = entries.patient_id[row];
   std::string head = fmt::format("{} {}", want, id);
   if (!patient.empty() && by_slide) head += fmt::format(" (patient {})", patient);

@@ -8,7 +8,7 @@
 
 #include "common/core/error.h"
 #include "common/core/fs.h"
-#include "stages/ingest/slide_index.h"
+#include "common/vector/slide_catalog.h"
 
 namespace tessera::serve {
 
@@ -29,7 +29,7 @@ SlideIndexes SlideIndexes::load(const std::string& spec, const Catalog& patch) {
     const fs::path parent = fs::path(fs::weakly_canonical(fs::absolute(patch.dir))).parent_path();
     for (const std::string& name : list_subdirectories(parent.string())) {
       const std::string dir = (parent / name).string();
-      if (!ingest::has_slide_catalog(dir)) continue;
+      if (!has_slide_catalog(dir)) continue;
       try {
         auto index = std::make_shared<const search::SimilarIndex>(dir);
         if (index->entries().embed_tag != patch.tag) {
@@ -48,10 +48,10 @@ SlideIndexes SlideIndexes::load(const std::string& spec, const Catalog& patch) {
     std::string dir;
     while (std::getline(list, dir, ',')) {
       if (dir.empty()) continue;
-      if (!ingest::has_slide_catalog(dir)) {
+      if (!has_slide_catalog(dir)) {
         fail<InvalidInput>("invalid --slide-index: '{}' holds no {} (make one with ingest --level "
                            "slide|patient)",
-                           dir, ingest::kSlideCatalogFile);
+                           dir, kSlideCatalogFile);
       }
       auto index = std::make_shared<const search::SimilarIndex>(dir);
       if (index->entries().embed_tag != patch.tag) {

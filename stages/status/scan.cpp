@@ -76,7 +76,7 @@ void scan_ingest(const std::string& run, const std::string& name,
                  const std::map<std::string, EmbedTag>& tags, std::vector<StageStatus>& out) {
   const std::string root = RunLayout(run).stage_root(kIngestStage, name);
   std::string catalog_problem;
-  auto catalog = read_json_noted(join_path(root, "catalog.json"), catalog_problem);
+  auto catalog = read_json_noted(join_path(root, kCatalogFile), catalog_problem);
   std::map<int, std::string> gens;
   for (const auto& d : list_subdirectories(root)) {
     if (auto g = parse_generation_name(d)) gens[*g] = join_path(root, d);

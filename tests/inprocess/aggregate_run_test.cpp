@@ -14,6 +14,7 @@
 #include "common/store/slide_vectors.h"
 #include "stages/aggregate/aggregate.h"
 #include "stages/aggregate/config.h"
+#include "common/vector/slide_catalog.h"
 #include "stages/ingest/slide_index.h"
 #include "tests/inprocess/pipeline.h"
 #include "tests/inprocess/support.h"
@@ -116,8 +117,8 @@ TEST_F(AggregateRun, SlideIndexDoesNotDependOnTheNumberOfRanks) {
         ingest_config(run_dir(), "slides-" + name,
                       {"--level", "slide", "--slides", name, "--normalize"}));
     ASSERT_EQ(exit_codes(indexed), std::vector<int>(ranks, 0)) << describe(indexed);
-    const ingest::SlideCatalog catalog =
-        ingest::load_slide_catalog(layout.stage_root(kIngestStage, "slides-" + name));
+    const SlideCatalog catalog =
+        load_slide_catalog(layout.stage_root(kIngestStage, "slides-" + name));
     EXPECT_EQ(catalog.rows, 3);
     const std::string index = file_bytes(catalog.path(catalog.index_file));
     EXPECT_FALSE(index.empty());
