@@ -14,7 +14,6 @@
 #include "common/vector/catalog.h"
 #include "common/vector/slide_catalog.h"
 #include "common/vector/vector_index.h"
-#include "stages/aggregate/aggregate.h"
 #include "common/store/slide_vectors.h"
 
 namespace tessera::ingest {
