@@ -36,7 +36,6 @@
 #include "common/core/error.h"
 #include "common/core/fs.h"
 #include "common/core/hash.h"
-#include "common/h5/h5.h"
 #include "common/stage/marker.h"
 #include "common/mpi/mpi_main.h"
 #include "stages/embed/config.h"
@@ -415,13 +414,15 @@ ModeRun stage_path(const std::string& kind, const Model& model, const Inputs& in
   r.metrics["infer_rank0"] = json::parse(comm.broadcast(stats.to_json().dump(), 0));
   r.metrics["cache_rank0"] = json::parse(comm.broadcast(cache.dump(), 0));
   {
-    h5::File file = h5::File::open(shard, h5::Mode::kRead);
-    const auto ids = file.open_dataset(embedding_names::kPatchId).read_all<int64_t>();
+    const EmbeddingsReader file(shard);
+    std::vector<int64_t> ids(static_cast<size_t>(file.rows()));
+    file.read_ids(ids.data(), 0, file.rows());
     bool same = ids.size() == set.rows.size();
     const auto expected = reader.read_rows(set.rows).patch_id;
     for (size_t i = 0; same && i < ids.size(); ++i) same = ids[i] == expected[i];
     if (!same) fail<Error>("'{}' does not hold the benchmark's patch ids in order", shard);
-    r.embeddings = file.open_dataset(embedding_names::kEmbeddings).read_all<float>();
+    r.embeddings.resize(static_cast<size_t>(file.rows()) * file.dim());
+    file.read_values(r.embeddings.data(), 0, file.rows());
   }
   fs::remove(shard);
   return r;
