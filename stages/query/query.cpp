@@ -301,10 +301,10 @@ int run(const Config& config, Comm& comm) {
                                  {"ef_search", params.ef_search},
                                  {"filter", config.filter},
                                  {"matching_rows", matching},
-                                 {"load_s", load_s}};
+                                 {"load_s", round_decimals(load_s, 3)}};
   // Results go out batch by batch: memory holds one batch's hits (docs/operations.md). Mosaic
   // voting needs every mosaic patch's hits (a few percent of one slide's patches) for its votes.
-  ReportStream report(config.format, slides, search);
+  ReportStream report(config.format, slides, search, model_notice(catalog.model));
   std::optional<ResultSink> sink;
   std::vector<std::vector<Hit>> vote_hits;
   if (comm.rank() == 0) {
@@ -344,6 +344,7 @@ int run(const Config& config, Comm& comm) {
   }
   if (comm.rank() != 0) return kExitOk;
   if (config.mosaic_vote) {
+    if (config.format == "table") sink->write(model_notice(catalog.model));
     sink->write(format_vote_report(config.format, config.slide, mosaic,
                                    vote_slides(vote_hits, slides, catalog.metric == "ip"),
                                    vote_patients(vote_hits, slides, catalog.metric == "ip"),

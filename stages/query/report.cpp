@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 #include <fmt/format.h>
 #include "common/core/csv.h"
@@ -21,16 +22,34 @@ double percentile(std::vector<double> v, double p) {
 
 }  // namespace
 
+double round_significant(double x, int digits) {
+  if (!std::isfinite(x) || x == 0) return x;
+  return std::strtod(fmt::format("{:.{}g}", x, digits).c_str(), nullptr);
+}
+
+double round_decimals(double x, int decimals) {
+  if (!std::isfinite(x)) return x;
+  return std::strtod(fmt::format("{:.{}f}", x, decimals).c_str(), nullptr);
+}
+
+std::string model_notice(const nlohmann::json& model) {
+  if (!model.is_object() || model.value("kind", "") != "builtin") return "";
+  return fmt::format("NOTE: built-in model '{}' has random weights: the scores say how alike the "
+                     "pixels look, not what the tissue is (docs/operations.md, \"Models\")\n",
+                     model.value("model", "?"));
+}
+
 nlohmann::json Timing::to_json() const {
+  const auto ms = [](double v) { return round_decimals(v, 3); };
   return {{"queries", queries},
           {"batch_size", batch_size},
-          {"seconds", total_s},
-          {"qps", total_s > 0 ? queries / total_s : 0.0},
+          {"seconds", round_decimals(total_s, 6)},
+          {"qps", round_significant(total_s > 0 ? queries / total_s : 0.0, 6)},
           {"latency_ms",
-           {{"p50", percentile(latency_ms, 0.5)},
-            {"p99", percentile(latency_ms, 0.99)},
-            {"min", latency_ms.empty() ? 0 : *std::min_element(latency_ms.begin(), latency_ms.end())},
-            {"max", latency_ms.empty() ? 0 : *std::max_element(latency_ms.begin(), latency_ms.end())}}}};
+           {{"p50", ms(percentile(latency_ms, 0.5))},
+            {"p99", ms(percentile(latency_ms, 0.99))},
+            {"min", ms(latency_ms.empty() ? 0 : *std::min_element(latency_ms.begin(), latency_ms.end()))},
+            {"max", ms(latency_ms.empty() ? 0 : *std::max_element(latency_ms.begin(), latency_ms.end()))}}}};
 }
 
 std::vector<std::string> report_columns(const VectorSlideTable& slides) {
@@ -38,6 +57,15 @@ std::vector<std::string> report_columns(const VectorSlideTable& slides) {
                                 "x", "y", "tissue", "shard"};
   for (const auto& m : slides.metadata) c.push_back(m.name);
   return c;
+}
+
+std::vector<size_t> table_columns(const VectorSlideTable& slides) {
+  std::vector<size_t> keep;
+  const std::vector<std::string> all = report_columns(slides);
+  for (size_t c = 0; c < all.size(); ++c) {
+    if (c != 0 && c != 3 && c != 9) keep.push_back(c);  // query, patch_id, shard
+  }
+  return keep;
 }
 
 std::vector<std::vector<std::string>> report_rows(const std::vector<QueryInfo>& queries,
@@ -83,20 +111,20 @@ std::string indented(const std::string& text, int spaces) {
 nlohmann::json hit_json(const Hit& hit, size_t rank, const VectorSlideTable& slides) {
   nlohmann::json h = nlohmann::json::object();
   h["rank"] = rank;
-  h["score"] = hit.score;
+  h["score"] = round_significant(hit.score, 6);
   h["patch_id"] = hit.patch_id;
   h["slide_id"] = slides.slide_id.at(hit.slide);
   h["patient_id"] = slides.patient_id.at(hit.slide);
   h["x"] = hit.x;
   h["y"] = hit.y;
-  h["tissue"] = hit.tissue;
+  h["tissue"] = round_decimals(hit.tissue, 4);
   h["shard"] = hit.shard;
   for (const auto& m : slides.metadata) {
     switch (m.type) {
       case MetaType::kInt: h[m.name] = m.ints.at(hit.slide); break;
       case MetaType::kFloat:
         h[m.name] = std::isnan(m.floats.at(hit.slide)) ? nlohmann::json()
-                                                        : nlohmann::json(m.floats[hit.slide]);
+                                                        : nlohmann::json(round_significant(m.floats[hit.slide], 6));
         break;
       case MetaType::kString: h[m.name] = m.strings.at(hit.slide); break;
     }
@@ -106,16 +134,17 @@ nlohmann::json hit_json(const Hit& hit, size_t rank, const VectorSlideTable& sli
 
 
 ReportStream::ReportStream(std::string format, const VectorSlideTable& slides,
-                           nlohmann::json search)
+                           nlohmann::json search, std::string notice)
     : format_(std::move(format)),
       slides_(slides),
       search_(std::move(search)),
+      notice_(std::move(notice)),
       columns_(report_columns(slides)) {}
 
 std::string ReportStream::begin() const {
   if (format_ == "csv") return csv_record(columns_);
   if (format_ == "json") return "{\n  \"queries\": [";
-  return {};
+  return notice_.empty() ? std::string() : notice_ + "\n";
 }
 
 std::string ReportStream::batch(int64_t first, const std::vector<QueryInfo>& queries,
@@ -128,7 +157,8 @@ std::string ReportStream::batch(int64_t first, const std::vector<QueryInfo>& que
       nlohmann::json list = nlohmann::json::array();
       for (size_t r = 0; r < hits[i].size(); ++r) list.push_back(hit_json(hits[i][r], r + 1, slides_));
       nlohmann::json entry = {{"query", q}, {"source", info.source},
-                              {"latency_ms", info.latency_ms}, {"hits", std::move(list)}};
+                              {"latency_ms", round_decimals(info.latency_ms, 3)},
+                              {"hits", std::move(list)}};
       if (info.patch_id >= 0) entry["patch_id"] = info.patch_id;
       out += (queries_ ? ",\n    " : "\n    ") + indented(entry.dump(2), 4);
       ++queries_;
@@ -141,7 +171,9 @@ std::string ReportStream::batch(int64_t first, const std::vector<QueryInfo>& que
       for (const auto& row : rows) out += csv_record(row);
       continue;
     }
-    // table: aligned columns (per query), numbers right-aligned, one block per query.
+    // table: the readable columns (table_columns), aligned per query, numbers right-aligned, one
+    // block per query.
+    const std::vector<size_t> shown = table_columns(slides_);
     std::vector<size_t> width(columns_.size());
     for (size_t c = 0; c < columns_.size(); ++c) width[c] = columns_[c].size();
     for (const auto& row : rows) {
@@ -149,10 +181,10 @@ std::string ReportStream::batch(int64_t first, const std::vector<QueryInfo>& que
     }
     auto line = [&](const std::vector<std::string>& cells) {
       std::string s;
-      for (size_t c = 0; c < cells.size(); ++c) {
+      for (const size_t c : shown) {
         const bool text = c == 4 || c == 5 || c >= 10;
-        s += (c ? "  " : "") + (text ? fmt::format("{:<{}}", cells[c], width[c])
-                                     : fmt::format("{:>{}}", cells[c], width[c]));
+        s += (s.empty() ? "" : "  ") + (text ? fmt::format("{:<{}}", cells[c], width[c])
+                                             : fmt::format("{:>{}}", cells[c], width[c]));
       }
       while (!s.empty() && s.back() == ' ') s.pop_back();
       return s + "\n";
@@ -173,6 +205,8 @@ std::string ReportStream::end(const Timing& timing) const {
     return std::string(queries_ ? "\n  ]" : "]") + ",\n  \"search\": " +
            indented(search_.dump(2), 2) + ",\n  \"timing\": " + indented(t.dump(2), 2) + "\n}\n";
   }
+  // One query's time is in its block's title; several get a summary.
+  if (timing.queries <= 1) return {};
   return fmt::format("{} queries in {:.3f} s: {:.1f} queries/s, latency p50 {:.2f} ms, p99 {:.2f} "
                      "ms\n",
                      timing.queries, timing.total_s, t["qps"].get<double>(),

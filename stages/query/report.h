@@ -30,8 +30,24 @@ struct Timing {
   nlohmann::json to_json() const;  // queries, seconds, qps, p50/p99/min/max latency
 };
 
-// The column names of a report (the fixed ones, then the manifest's metadata columns).
+// The column names of a report (the fixed ones, then the manifest's metadata columns): CSV and
+// JSON carry them all.
 std::vector<std::string> report_columns(const VectorSlideTable& slides);
+
+// The columns of report_columns that the table shows (by index): all but query (each query has
+// its own block), patch_id and shard, which CSV and JSON keep for scripts.
+std::vector<size_t> table_columns(const VectorSlideTable& slides);
+
+// `x` to `digits` significant decimal digits (the double nearest that decimal, which JSON writes
+// as it); NaN and infinities as they are. JSON reports carry scores to 6 digits (a float's
+// scores differ beyond that by rounding only), times to the microsecond.
+double round_significant(double x, int digits);
+double round_decimals(double x, int decimals);
+
+// The line a table report opens with when the index holds the embeddings of a built-in model
+// (its `model` fingerprint, catalog.json, has kind "builtin"): its weights are random, so the
+// scores measure how alike the pixels look, not the tissue. "" for any other model.
+std::string model_notice(const nlohmann::json& model);
 
 // One row of text values per hit, columns as report_columns.
 std::vector<std::vector<std::string>> report_rows(const std::vector<QueryInfo>& queries,
@@ -49,8 +65,10 @@ nlohmann::json hit_json(const Hit& hit, size_t rank, const VectorSlideTable& sli
 // the table has one block per query, its columns aligned within the block. Not thread-safe.
 class ReportStream {
  public:
-  // `format` is table, csv or json; `search` describes the search (the JSON report's "search").
-  ReportStream(std::string format, const VectorSlideTable& slides, nlohmann::json search);
+  // `format` is table, csv or json; `search` describes the search (the JSON report's "search");
+  // `notice` (model_notice) opens a table.
+  ReportStream(std::string format, const VectorSlideTable& slides, nlohmann::json search,
+               std::string notice = "");
   std::string begin() const;
   // Queries first .. first + hits.size() - 1: queries[i] and hits[i] are query first + i.
   std::string batch(int64_t first, const std::vector<QueryInfo>& queries,
@@ -61,6 +79,7 @@ class ReportStream {
   std::string format_;
   const VectorSlideTable& slides_;
   nlohmann::json search_;
+  std::string notice_;
   std::vector<std::string> columns_;
   int64_t queries_ = 0;  // JSON entries written
 };

@@ -96,7 +96,7 @@ TEST(Report, JsonCarriesTypedMetadataAndEveryQueryEvenWithoutHits) {
   ASSERT_EQ(q0.at("hits").size(), 2u);
   const auto& h0 = q0.at("hits")[0];
   EXPECT_EQ(h0.at("rank"), 1);
-  EXPECT_FLOAT_EQ(h0.at("score").get<float>(), 0.98765432f);
+  EXPECT_EQ(h0.at("score"), 0.987654);  // 6 significant digits
   EXPECT_EQ(h0.at("slide_id"), "s-a");
   EXPECT_EQ(h0.at("x"), 0);
   EXPECT_EQ(h0.at("y"), 64);
@@ -135,6 +135,62 @@ TEST(Report, TableAlignsColumnsPerQueryAndEndsWithTheSummary) {
   EXPECT_EQ(header.find("slide_id"), first.find("s-a")) << header << "\n" << first;
   // Numbers are right-aligned: the score column ends where its header ends.
   EXPECT_EQ(header.find("score") + 5, first.find("0.987654") + 8) << header << "\n" << first;
+}
+
+// Issue 28, item 14: JSON without float noise (0.9999998807907104, 4.1936279999999995), and a
+// table without the columns few readers need; CSV and JSON keep them.
+TEST(Report, JsonRoundsScoresAndTimesAndTheTableShowsTheReadableColumns) {
+  Fixture f;
+  f.hits[0][0].score = 0.99999988f;
+  f.hits[0][0].tissue = 0.3333333f;
+  f.queries[0].latency_ms = 4.1936279999999995;
+  f.timing.total_s = 0.0021428571428571;
+  const std::string json =
+      format_report("json", f.queries, f.hits, slides(), f.timing, nlohmann::json::object());
+  EXPECT_NE(json.find("\"score\": 1.0,"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"tissue\": 0.3333,"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"latency_ms\": 4.194,"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"seconds\": 0.002143\n"), std::string::npos) << json;
+  EXPECT_EQ(json.find("99999"), std::string::npos) << json;
+  EXPECT_EQ(round_significant(0.5, 6), 0.5);
+  EXPECT_TRUE(std::isnan(round_significant(std::nan(""), 6)));
+  EXPECT_EQ(round_significant(-123456789.0, 4), -123500000.0);
+
+  const std::string table =
+      format_report("table", f.queries, f.hits, slides(), f.timing, nlohmann::json::object());
+  const std::string header = table.substr(table.find('\n') + 1,
+                                          table.find('\n', table.find('\n') + 1) - table.find('\n') - 1);
+  EXPECT_EQ(header.rfind("rank  score", 0), 0u) << header;
+  for (const char* hidden : {"query", "patch_id", "shard"}) {
+    EXPECT_EQ(header.find(hidden), std::string::npos) << hidden << ": " << header;
+  }
+  EXPECT_EQ(table.find(std::to_string((int64_t{1} << 32) | 3)), std::string::npos) << table;
+  const std::string csv =
+      format_report("csv", f.queries, f.hits, slides(), f.timing, nlohmann::json::object());
+  EXPECT_NE(csv.find(std::to_string((int64_t{1} << 32) | 3)), std::string::npos) << csv;
+}
+
+// Issue 28, item 2: a built-in model's index gets a notice at the top of the table, and a single
+// query no throughput line (its time is in its title).
+TEST(Report, ABuiltinModelsTableOpensWithTheRandomWeightNotice) {
+  const Fixture f;
+  const nlohmann::json builtin = {{"kind", "builtin"}, {"model", "vit-s16"}, {"seed", 0}};
+  EXPECT_EQ(model_notice({{"kind", "torchscript"}, {"model", "/m/uni.pt"}}), "");
+  EXPECT_EQ(model_notice(nlohmann::json()), "");
+  const std::string notice = model_notice(builtin);
+  EXPECT_NE(notice.find("built-in model 'vit-s16' has random weights"), std::string::npos);
+  const VectorSlideTable table_slides = slides();  // the stream refers to it
+  ReportStream stream("table", table_slides, nlohmann::json::object(), notice);
+  Timing one;
+  one.queries = 1;
+  one.total_s = 0.001;
+  one.latency_ms = {1};
+  const std::string table =
+      stream.begin() + stream.batch(0, {f.queries[0]}, {f.hits[0]}) + stream.end(one);
+  EXPECT_EQ(table.rfind(notice + "\nquery 0: ", 0), 0u) << table;
+  EXPECT_EQ(table.find("queries/s"), std::string::npos) << table;
+  ReportStream json("json", table_slides, nlohmann::json::object(), notice);
+  EXPECT_EQ(json.begin().find("random"), std::string::npos);
 }
 
 TEST(Timing, PercentilesInterpolateAndEmptyTimingsAreZero) {
