@@ -9,7 +9,7 @@
 //   POST /api/v1/heatmap   {target: SLIDE_ID, and a query as for search}
 //   POST /api/v1/similar-slides    {slide_id, k, exclude_same_patient, index}   (slide_indexes.h)
 //   POST /api/v1/similar-patients  {patient_id, k, exclude_same_patient, index}
-//   POST /api/v1/mosaic-vote       {slide_id, k, filter, nprobe, exclude_same_patient,
+//   POST /api/v1/mosaic-vote       {slide_id, k, top, filter, nprobe, exclude_same_patient,
 //                                   mosaic_percent, mosaic_min}
 //   GET  /api/v1/patches/<patch_id>.jpeg
 //   GET  /api/v1/slides/<slide_id>.dzi, /api/v1/slides/<slide_id>_files/<level>/<col>_<row>.jpeg
@@ -91,12 +91,14 @@ struct SimilarSpec {
 // Throws InvalidInput naming the field, as parse_query does.
 SimilarSpec parse_similar(const std::string& body, const char* id_field, const Limits& limits);
 
-// A mosaic-vote body: the slide, k (1..limits.max_k: the hits of each mosaic patch, and the
-// slides and patients listed), filter, nprobe, exclude_same_patient, and the mosaic rule
-// (mosaic_percent in (0, 100], mosaic_min 1..256) as query's --mosaic-percent and --mosaic-min.
+// A mosaic-vote body: the slide, k (1..limits.max_k: the hits of each mosaic patch), top
+// (1..limits.max_k: the slides and patients listed; default k, as query lists k), filter, nprobe,
+// exclude_same_patient, and the mosaic rule (mosaic_percent in (0, 100], mosaic_min 1..256) as
+// query's --mosaic-percent and --mosaic-min.
 struct VoteSpec {
   std::string slide_id;
   int k = 10;
+  int top = 10;
   int nprobe = 0;
   std::string filter;
   bool exclude_same_patient = false;

@@ -87,6 +87,10 @@ TEST(ServeApi, ParsesSimilarAndVoteBodies) {
   EXPECT_EQ(v.nprobe, 4);
   EXPECT_DOUBLE_EQ(v.mosaic_percent, 10);
   EXPECT_EQ(v.mosaic_min, 2);
+  EXPECT_EQ(v.top, 3);  // the rows listed default to k, as query lists k
+  v = parse_vote(R"({"slide_id": "S1", "k": 4, "top": 20})", limits);
+  EXPECT_EQ(v.k, 4);
+  EXPECT_EQ(v.top, 20);
   v = parse_vote(R"({"slide_id": "S1"})", limits);
   EXPECT_DOUBLE_EQ(v.mosaic_percent, 5);
   EXPECT_EQ(v.mosaic_min, 8);
@@ -123,6 +127,8 @@ TEST(ServeApi, RefusesBadSimilarAndVoteBodiesNamingTheField) {
   refused(vote(R"({"slide_id": "a", "mosaic_percent": 101})"), "'mosaic_percent'");
   refused(vote(R"({"slide_id": "a", "mosaic_min": 0})"), "'mosaic_min' must be 1..256");
   refused(vote(R"({"slide_id": "a", "mosaic_min": 1.5})"), "'mosaic_min'");
+  refused(vote(R"({"slide_id": "a", "top": 0})"), "'top' must be 1..1000");
+  refused(vote(R"({"slide_id": "a", "top": "5"})"), "'top'");
   refused(vote(R"({"slide_id": "a", "nprobe": -2})"), "'nprobe'");
   refused(vote("{\"slide_id\": \"a\", \"filter\": \"" + std::string(5000, 'a') + "\"}"),
           "limit is 4096");

@@ -61,6 +61,14 @@ VoteSpec parse_vote(const std::string& body, const Limits& limits) {
   VoteSpec v;
   v.slide_id = parse_id_field(j, "slide_id");
   v.k = parse_k(j, limits);
+  v.top = v.k;
+  if (j.contains("top")) {
+    const int64_t top = field<int64_t>(j, "top", "an integer");
+    if (top < 1 || top > limits.max_k) {
+      fail<InvalidInput>("'top' must be 1..{}, not {}", limits.max_k, top);
+    }
+    v.top = static_cast<int>(top);
+  }
   v.nprobe = parse_nprobe(j);
   v.filter = parse_filter(j, limits.max_filter_chars);
   if (j.contains("exclude_same_patient")) {
@@ -144,6 +152,7 @@ Response Api::mosaic_vote(const Front& front, const Request& request) {
                        {"ranks", ranks_},
                        {"rows", front.rows()},
                        {"k", spec.k},
+                       {"top", spec.top},
                        {"nprobe", spec.nprobe > 0 ? spec.nprobe : catalog.default_nprobe},
                        {"filter", spec.filter},
                        {"exclude_same_patient", spec.exclude_same_patient},
@@ -152,7 +161,7 @@ Response Api::mosaic_vote(const Front& front, const Request& request) {
   json j = search::vote_report_json(spec.slide_id, mosaic.patches,
                                    search::vote_slides(hits, front.slides(), ip),
                                    search::vote_patients(hits, front.slides(), ip), front.slides(),
-                                   spec.k, search);
+                                   spec.top, search);
   j["query"]["footprint"] = front.footprint(*slide);
   j["generation"] = front.generation();
   j["latency_ms"] = elapsed_ms(start);

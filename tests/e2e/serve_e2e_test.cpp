@@ -405,6 +405,16 @@ TEST(ServeE2E, SlideAndCaseSearchInProcessEqualQuery) {
   }
   EXPECT_FALSE(vote.at("query").at("mosaic").empty());
   EXPECT_GT(vote.at("query").at("footprint").get<double>(), 0);
+  // The rows listed (top) are apart from the hits each mosaic patch searches (k): the same votes,
+  // fewer rows.
+  const json all = body_of(s.post("/api/v1/mosaic-vote", json{{"slide_id", "a"}, {"k", 5}}.dump()));
+  const json two = body_of(s.post("/api/v1/mosaic-vote", json{{"slide_id", "a"}, {"k", 5}, {"top", 2}}.dump()));
+  ASSERT_GE(all.at("slides").size(), 3u) << all.dump();
+  EXPECT_EQ(two.at("search").at("top"), 2);
+  EXPECT_EQ(two.at("search").at("k"), 5);
+  ASSERT_EQ(two.at("slides").size(), 2u) << two.dump();
+  ASSERT_EQ(two.at("patients").size(), std::min<size_t>(2, all.at("patients").size())) << two.dump();
+  for (size_t i = 0; i < 2; ++i) EXPECT_EQ(two.at("slides")[i], all.at("slides")[i]) << i;
 
   // Bad inputs: 4xx with the JSON error body; the service goes on.
   const std::vector<std::tuple<std::string, std::string, std::string, int>> cases = {
