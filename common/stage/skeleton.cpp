@@ -87,14 +87,15 @@ namespace {
 
 // Collective. Runs `check` (this rank's share of a check: "" or the first problem it found) on
 // every rank; returns the problem of the lowest rank that found one (agree_on_failure), "" when
-// none did. An exception while checking counts as a problem.
+// none did. An I/O error while checking counts as a problem; any other error is thrown on every
+// rank.
 std::string agreed_problem(Comm& comm, const std::function<std::string()>& check) {
   try {
     agree_on_failure(comm, [&] {
       const std::string problem = check();
       if (!problem.empty()) throw IoError(problem);
     });
-  } catch (const Error& e) {
+  } catch (const IoError& e) {
     return e.what();
   }
   return "";
