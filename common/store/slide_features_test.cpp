@@ -117,5 +117,37 @@ TEST(SlideFeaturesFile, WriterIntoAMissingFolderNamesTheFile) {
   }
 }
 
+// aggregate's TRIDENT slide file: the vector, the coords with the attributes of the patch file
+// (named for the item), and the root attributes by type, under path.tmp until complete.
+TEST(TridentSlideFile, WritesTheVectorCoordsAndAttributes) {
+  FeaturesDir dir;
+  const std::string path = (dir.path / "P1.h5").string();
+  const CoordsAttributes a = header_of("S1").coords;
+  write_trident_slide_file(path, "P1", "/out/slide_features_mean", {0.5f, 1.5f, 2.5f},
+                           {0, 0, 224, 0}, a,
+                           {{"level", "patient"}, {"patches", 2}, {"scale", 0.25}});
+  EXPECT_FALSE(fs::exists(path + ".tmp"));
+  const h5::File f = h5::File::open(path, h5::Mode::kRead);
+  const h5::Dataset features = f.open_dataset(embedding_names::kFeatures);
+  EXPECT_EQ(features.read_all<float>(), (std::vector<float>{0.5f, 1.5f, 2.5f}));
+  EXPECT_EQ(features.attr_string("name"), "P1");
+  EXPECT_EQ(features.attr_string("savetodir"), "/out/slide_features_mean");
+  const h5::Dataset coords = f.open_dataset(embedding_names::kCoords);
+  EXPECT_EQ(coords.read_all<int64_t>(), (std::vector<int64_t>{0, 0, 224, 0}));
+  EXPECT_EQ(coords.attr_int("overlap"), 32);
+  EXPECT_EQ(coords.attr_int("patch_size_level0"), 448);
+  EXPECT_EQ(coords.attr_string("name"), "P1");
+  EXPECT_EQ(f.attr_string("level"), "patient");
+  EXPECT_EQ(f.attr_int("patches"), 2);
+  EXPECT_EQ(f.attr_double("scale"), 0.25);
+  const std::string missing = (dir.path / "no" / "P1.h5").string();
+  try {
+    write_trident_slide_file(missing, "P1", "x", {1.0f}, {}, a, nlohmann::json::object());
+    FAIL() << "a slide file was written into a missing folder";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find(missing), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace tessera

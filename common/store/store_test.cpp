@@ -100,6 +100,21 @@ TEST_P(StoreTest, WriteThenReadRowsAndColumns) {
   EXPECT_EQ(c.coords[2 * 5], 50);
   EXPECT_EQ(c.coords[2 * 5 + 1], 100);
   EXPECT_FLOAT_EQ(c.tissue[5], 0.55f);
+  // A range of the columns is that slice of the whole; an empty range is empty; past the end is
+  // refused naming the shard.
+  const ShardColumns part = reader.read_columns(3, 5);
+  EXPECT_EQ(part.patch_id, std::vector<int64_t>(c.patch_id.begin() + 3, c.patch_id.begin() + 8));
+  EXPECT_EQ(part.slide, std::vector<int32_t>(c.slide.begin() + 3, c.slide.begin() + 8));
+  EXPECT_EQ(part.coords, std::vector<int64_t>(c.coords.begin() + 6, c.coords.begin() + 16));
+  EXPECT_EQ(part.tissue, std::vector<float>(c.tissue.begin() + 3, c.tissue.begin() + 8));
+  EXPECT_TRUE(reader.read_columns(n, 0).patch_id.empty());
+  try {
+    reader.read_columns(n - 2, 3);
+    ADD_FAILURE() << "rows past the end were read";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(patch_shard_file(7), "shards/rank-00007.h5");
   std::vector<uint64_t> rows = {0, 3, 4, 5, 10};
   std::vector<uint8_t> out(rows.size() * 32 * 32 * 3);
   reader.read_patches(rows, out.data());
