@@ -44,6 +44,7 @@ using search::MosaicRule;
 using search::PatchLookup;
 using search::query_batch_size;
 using search::QueryScope;
+using search::RerankCounters;
 using search::SearchParams;
 using search::ShardSet;
 using search::slide_mosaic;
@@ -271,7 +272,7 @@ int run(const Config& config, Comm& comm) {
   const int threads = thread_count(config.threads, "--threads");
   set_vector_threads(threads);
   const auto load_start = Clock::now();
-  const ShardSet shards(catalog, mine, config.mmap, config.verify, filter);
+  const ShardSet shards(catalog, mine, config.mmap, config.verify, filter, config.rerank);
   const double load_s = std::chrono::duration<double>(Clock::now() - load_start).count();
   const int64_t rows = comm.allreduce_sum(shards.rows());
   const int64_t matching = comm.allreduce_sum(shards.matching_rows());
@@ -299,6 +300,7 @@ int run(const Config& config, Comm& comm) {
                                  {"k", config.k},
                                  {"nprobe", params.nprobe},
                                  {"ef_search", params.ef_search},
+                                 {"rerank", shards.rerank()},
                                  {"filter", config.filter},
                                  {"matching_rows", matching},
                                  {"load_s", round_decimals(load_s, 3)}};
@@ -342,9 +344,19 @@ int run(const Config& config, Comm& comm) {
     const std::vector<QueryInfo> infos(queries.info.begin() + q0, queries.info.begin() + q0 + m);
     sink->write(report.batch(q0, infos, local));
   }
+  const RerankCounters reread = shards.rerank_counters();
+  const int64_t reread_bytes = comm.allreduce_sum(reread.bytes);
+  const int64_t reread_rows = comm.allreduce_sum(reread.rows);
+  if (comm.rank() == 0 && shards.rerank() > 0) {
+    spdlog::info("re-ranked {} x k candidates per shard: {} stored vectors read ({} bytes, {:.0f} "
+                 "per query)",
+                 shards.rerank(), reread_rows, reread_bytes,
+                 static_cast<double>(reread_bytes) / std::max<int64_t>(1, queries.n));
+  }
   if (comm.rank() != 0) return kExitOk;
   if (config.mosaic_vote) {
-    if (config.format == "table") sink->write(model_notice(catalog.model));
+    const std::string notice = model_notice(catalog.model);
+    if (config.format == "table" && !notice.empty()) sink->write(notice + "\n");
     sink->write(format_vote_report(config.format, config.slide, mosaic,
                                    vote_slides(vote_hits, slides, catalog.metric == "ip"),
                                    vote_patients(vote_hits, slides, catalog.metric == "ip"),
