@@ -1,5 +1,8 @@
 // serve's HTTP API as a function of a parsed request and the resident state: no sockets here (the
-// HTTP library only moves bytes; http_server.h), so every route is unit-tested directly.
+// HTTP library only moves bytes; http_server.h), so every route is unit-tested directly. Api is
+// defined in api.cpp (the route table), api_request.cpp (body parsing), api_access.cpp (auth,
+// static files), api_search.cpp (patch-level search), slide_api.cpp (slide- and case-level
+// search) and api_tiles.cpp (patches, DeepZoom tiles, thumbnails).
 //
 //   GET  /healthz, /metrics
 //   GET  /api/v1/info
@@ -160,7 +163,9 @@ class Api {
   // patch (-1 for a vector or an image). Throws InvalidInput (400) / NotFound (404).
   std::pair<std::vector<float>, nlohmann::json> resolve(const Front& front, const QuerySpec& spec,
                                                         int32_t* slide);
+  // api_access.cpp: the bearer token or the page's cookie, and the page's file at `path`.
   bool authorized(const Request& request) const;
+  Response static_file(const std::string& path) const;
 
   mutable std::mutex front_mutex_;
   std::shared_ptr<const Front> front_;

@@ -12,7 +12,6 @@
 #include "common/search/votes.h"
 #include "stages/serve/api.h"
 #include "stages/serve/http_errors.h"
-#include "stages/serve/json_fields.h"
 
 namespace tessera::serve {
 
@@ -21,72 +20,11 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-int parse_k(const json& j, const Limits& limits) {
-  if (!j.contains("k")) return 10;
-  const int64_t k = field<int64_t>(j, "k", "an integer");
-  if (k < 1 || k > limits.max_k) fail<InvalidInput>("'k' must be 1..{}, not {}", limits.max_k, k);
-  return static_cast<int>(k);
-}
-
-std::string parse_id_field(const json& j, const char* name) {
-  if (!j.contains(name)) fail<InvalidInput>("give '{}'", name);
-  std::string id = field<std::string>(j, name, "a string");
-  if (id.empty()) fail<InvalidInput>("'{}' is empty", name);
-  if (id.size() > 1024) fail<InvalidInput>("'{}' is {} characters long", name, id.size());
-  return id;
-}
-
 double elapsed_ms(Clock::time_point start) {
   return 1000 * std::chrono::duration<double>(Clock::now() - start).count();
 }
 
 }  // namespace
-
-SimilarSpec parse_similar(const std::string& body, const char* id_field, const Limits& limits) {
-  const json j = parse_body(body);
-  SimilarSpec s;
-  s.id = parse_id_field(j, id_field);
-  s.k = parse_k(j, limits);
-  if (j.contains("exclude_same_patient")) {
-    s.exclude_same_patient = field<bool>(j, "exclude_same_patient", "true or false");
-  }
-  if (j.contains("index") && !j.at("index").is_null()) {
-    s.index = field<std::string>(j, "index", "a string (an index name from /api/v1/info)");
-  }
-  return s;
-}
-
-VoteSpec parse_vote(const std::string& body, const Limits& limits) {
-  const json j = parse_body(body);
-  VoteSpec v;
-  v.slide_id = parse_id_field(j, "slide_id");
-  v.k = parse_k(j, limits);
-  v.top = v.k;
-  if (j.contains("top")) {
-    const int64_t top = field<int64_t>(j, "top", "an integer");
-    if (top < 1 || top > limits.max_k) {
-      fail<InvalidInput>("'top' must be 1..{}, not {}", limits.max_k, top);
-    }
-    v.top = static_cast<int>(top);
-  }
-  v.nprobe = parse_nprobe(j);
-  v.filter = parse_filter(j, limits.max_filter_chars);
-  if (j.contains("exclude_same_patient")) {
-    v.exclude_same_patient = field<bool>(j, "exclude_same_patient", "true or false");
-  }
-  if (j.contains("mosaic_percent")) {
-    v.mosaic_percent = field<double>(j, "mosaic_percent", "a number");
-    if (!(v.mosaic_percent > 0 && v.mosaic_percent <= 100)) {
-      fail<InvalidInput>("'mosaic_percent' must be in (0, 100]");
-    }
-  }
-  if (j.contains("mosaic_min")) {
-    const int64_t m = field<int64_t>(j, "mosaic_min", "an integer");
-    if (m < 1 || m > 256) fail<InvalidInput>("'mosaic_min' must be 1..256, not {}", m);
-    v.mosaic_min = static_cast<int>(m);
-  }
-  return v;
-}
 
 Response Api::similar(const Front& front, const Request& request, const std::string& level) {
   const auto start = Clock::now();
