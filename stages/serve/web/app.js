@@ -87,6 +87,7 @@ const viewer = OpenSeadragon({
 function openSlide(id, focus) {
   return new Promise((resolve) => {
     const done = () => {
+      $('hint').textContent = `Click a point (or drag a box) on ${id} to find similar tissue in the other patients.`;
       onSlideOpened();
       drawOutlines();
       if ($('heatmap').checked) drawHeatmap();

@@ -82,6 +82,7 @@ function check(ok, what) {
       viewer.world.getItemCount() === 1 && viewer.world.getItemAt(0).getFullyLoaded());
     check(true, 'slide c opens in the viewer with its tiles loaded');
 
+    check(/^Click a point .* on c /.test(await text('#hint')), 'the hint names the open slide: ' + await text('#hint'));
     // Heatmap and "Search again" before any search say what to do first.
     await page.click('#rerun');
     await page.waitForFunction(() => !document.getElementById('note').hidden);
