@@ -7,6 +7,7 @@
 #include "common/core/error.h"
 #include "common/core/fs.h"
 #include "common/core/hash.h"
+#include "common/stage/layout.h"
 #include "common/stage/lineage.h"
 #include "common/stage/skeleton.h"
 #include "common/store/embeddings.h"
@@ -60,7 +61,7 @@ class EmbedWork final : public StageWork {
     InferStats stats =
         embed_rows(info_, index, partition, rank, *model_, *source, config_,
                    context.staging_path(embedding_shard_file(rank)),
-                   (fs::path(dir_) / "progress.jsonl").string());
+                   stage_file(dir_, kProgressFile));
     spdlog::info("embedded {} patches in {:.1f}s ({:.1f}/s; read {:.1f}s, prepare {:.1f}s, "
                  "forward {:.1f}s, write {:.1f}s, waiting {:.1f}s)",
                  stats.patches, stats.total_s, stats.patches / std::max(1e-9, stats.total_s),

@@ -19,6 +19,7 @@
 #include "common/core/fs.h"
 #include "common/core/hash.h"
 #include "common/core/progress.h"
+#include "common/stage/layout.h"
 #include "common/stage/lineage.h"
 #include "common/stage/skeleton.h"
 #include "common/store/embeddings.h"
@@ -121,7 +122,7 @@ class IngestWork final : public StageWork {
         for (const RowRange& r : ranges[s]) to_read += r.count;
       }
       Progress progress("ingest", to_read, {context.rank, 0, 1}, context.rank == 0,
-                        (fs::path(dir_) / "progress.jsonl").string());
+                        stage_file(dir_, kProgressFile));
       Chunk chunk;
       for (size_t s = 0; s < sources_.size(); ++s) {
         const Source& source = sources_[s];
