@@ -234,6 +234,49 @@ void write_mosaics(const Config& config, const Queries& q, int64_t first,
   }
 }
 
+
+// --mosaic-vote --mosaic OUT.png: one picture at OUT.png, the query slide's first mosaic patch
+// (captioned with the slide and the mosaic's size), then each slide voted for, in vote order, as
+// the pixels of its best-scoring hit with its votes and best score.
+void write_vote_mosaic(const Config& config, const Queries& q,
+                       const std::vector<MosaicPatch>& mosaic,
+                       const std::vector<std::vector<Hit>>& vote_hits,
+                       const std::vector<search::Vote>& ranked, const PatchLookup& lookup,
+                       bool higher_is_better) {
+  MosaicTile query;
+  if (!mosaic.empty() && q.n > 0) {
+    // The mosaic names its patches by position: the first one is found among its slide's.
+    const search::SlidePatches own = lookup.slide_patches(q.info[0].slide);
+    for (size_t i = 0; i < own.patch_id.size(); ++i) {
+      if (own.coords[2 * i] != mosaic[0].x || own.coords[2 * i + 1] != mosaic[0].y) continue;
+      if (const auto p = lookup.find(own.patch_id[i])) query.image = lookup.pixels(*p);
+      break;
+    }
+  }
+  query.caption = {config.slide, fmt::format("mosaic: {} patches", q.n),
+                   fmt::format("top {} of each vote", config.k)};
+  std::vector<MosaicTile> tiles;
+  for (size_t r = 0; r < ranked.size() && static_cast<int>(r) < config.k; ++r) {
+    const search::Vote& v = ranked[r];
+    const Hit* best = nullptr;
+    for (const auto& list : vote_hits) {
+      for (const Hit& h : list) {
+        if (h.slide != v.slide) continue;
+        if (!best || (higher_is_better ? h.score > best->score : h.score < best->score)) best = &h;
+      }
+    }
+    MosaicTile tile;
+    tile.caption = {fmt::format("#{}  {} vote{}", r + 1, v.votes, v.votes == 1 ? "" : "s"), v.id,
+                    fmt::format("best {:.4f}", v.best_score)};
+    if (best) {
+      if (const auto p = lookup.find(best->patch_id)) tile.image = lookup.pixels(*p);
+    }
+    tiles.push_back(std::move(tile));
+  }
+  write_mosaic(config.mosaic, query, tiles);
+  spdlog::info("mosaic of the votes for {} in '{}'", config.slide, config.mosaic);
+}
+
 }  // namespace
 
 int run(const Config& config, Comm& comm) {
@@ -336,7 +379,9 @@ int run(const Config& config, Comm& comm) {
                      catalog.default_nprobe > 0 ? " within the probed lists (raise --nprobe)" : "");
       }
     }
-    if (!config.mosaic.empty()) write_mosaics(config, queries, q0, local, slides, *lookup);
+    if (!config.mosaic.empty() && !config.mosaic_vote) {
+      write_mosaics(config, queries, q0, local, slides, *lookup);
+    }
     if (config.mosaic_vote) {
       for (auto& list : local) vote_hits.push_back(std::move(list));
       continue;
@@ -357,8 +402,12 @@ int run(const Config& config, Comm& comm) {
   if (config.mosaic_vote) {
     const std::string notice = model_notice(catalog.model);
     if (config.format == "table" && !notice.empty()) sink->write(notice + "\n");
-    sink->write(format_vote_report(config.format, config.slide, mosaic,
-                                   vote_slides(vote_hits, slides, catalog.metric == "ip"),
+    const std::vector<search::Vote> ranked = vote_slides(vote_hits, slides, catalog.metric == "ip");
+    if (!config.mosaic.empty()) {
+      write_vote_mosaic(config, queries, mosaic, vote_hits, ranked, *lookup,
+                        catalog.metric == "ip");
+    }
+    sink->write(format_vote_report(config.format, config.slide, mosaic, ranked,
                                    vote_patients(vote_hits, slides, catalog.metric == "ip"),
                                    slides, config.k, search));
   } else {

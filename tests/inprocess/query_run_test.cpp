@@ -15,7 +15,9 @@
 #include "common/h5/h5.h"
 #include "common/store/embeddings.h"
 #include "common/store/index.h"
+#include "common/slide/png_io.h"
 #include "stages/query/config.h"
+#include "stages/query/mosaic.h"
 #include "stages/query/query.h"
 #include "tests/inprocess/pipeline.h"
 #include "tests/inprocess/support.h"
@@ -209,6 +211,46 @@ TEST_F(QueryRun, TheMosaicDoesNotDependOnTheNumberOfRanks) {
       EXPECT_TRUE(png == first) << "the mosaic at " << ranks << " ranks differs from R = 1";
     }
   }
+}
+
+// --mosaic-vote --mosaic OUT.png writes one picture at OUT.png (no per-query files), whose query
+// tile is the slide's first mosaic patch: the same pixels as the query tile of a point query on
+// that patch.
+TEST_F(QueryRun, AMosaicVoteWritesOnePictureWithTheSlidesOwnPatch) {
+  const std::string out = *dir_ / "vote-dir";
+  fs::create_directories(out);
+  const std::string vote = out + "/vote.png";
+  const auto outcomes = run_stage_ranks(
+      2, query::run,
+      config(out + "/vote.json", {"--slide", "b", "--mosaic-vote", "-k", "3", "--mosaic", vote}));
+  ASSERT_EQ(exit_codes(outcomes), std::vector<int>(2, 0)) << describe(outcomes);
+  std::vector<std::string> files;
+  for (const auto& e : fs::directory_iterator(out)) files.push_back(e.path().filename().string());
+  std::sort(files.begin(), files.end());
+  EXPECT_EQ(files, (std::vector<std::string>{"vote.json", "vote.png"}));
+  const nlohmann::json report = nlohmann::json::parse(file_bytes(out + "/vote.json"));
+  const auto& first = report.at("query").at("mosaic").at(0);
+  const int64_t x = first.at("x").get<int64_t>(), y = first.at("y").get<int64_t>();
+  const std::string point = out + "/point.png";
+  ASSERT_EQ(exit_codes(run_stage_ranks(
+                1, query::run,
+                config(*dir_ / "point.json", {"--slide", "b", "--x", std::to_string(x + 1), "--y",
+                                              std::to_string(y + 1), "-k", "1", "--mosaic",
+                                              point}))),
+            std::vector<int>{0});
+  const Image8 a = read_png(vote), b = read_png(point);
+  const query::MosaicLayout layout = query::mosaic_layout(224, 1, 1);
+  size_t differing = 0;
+  for (int row = 0; row < 224; ++row) {
+    for (int col = 0; col < 224 * 3; ++col) {
+      const size_t at_a = (static_cast<size_t>(layout.tile_y(0) + row) * a.width +
+                           layout.tile_x(0)) * 3 + col;
+      const size_t at_b = (static_cast<size_t>(layout.tile_y(0) + row) * b.width +
+                           layout.tile_x(0)) * 3 + col;
+      differing += a.pixels.at(at_a) != b.pixels.at(at_b);
+    }
+  }
+  EXPECT_EQ(differing, 0u) << "the vote mosaic's query tile is not the slide's first mosaic patch";
 }
 
 // Rank 0 resolves the queries for all: an unknown patch is the same InvalidInput on every rank.
