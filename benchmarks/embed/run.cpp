@@ -23,6 +23,7 @@
 #include "common/core/error.h"
 #include "common/core/fs.h"
 #include "common/core/hash.h"
+#include "common/stage/layout.h"
 #include "common/stage/marker.h"
 #include "common/mpi/mpi_main.h"
 #include "stages/embed/config.h"
@@ -47,7 +48,7 @@ using nlohmann::json;
 // Collective. Makes RUN/patchgen (default patchgen options) from the slide, generating the slide
 // first, unless RUN/patchgen/_SUCCESS exists.
 json ensure_run(const BenchOptions& o, Comm& comm) {
-  const std::string success = (fs::path(o.run) / "patchgen" / "_SUCCESS").string();
+  const std::string success = stage_file(RunLayout(o.run).stage_root(kPatchgenStage), kSuccessFile);
   if (comm.broadcast(fs::exists(success) ? "1" : "0", 0) == "1") return {{"generated", false}};
   const std::string manifest = (fs::path(o.run) / "manifest.csv").string();
   json info = {{"generated", true}};
@@ -89,7 +90,7 @@ json ensure_run(const BenchOptions& o, Comm& comm) {
 // patchgen's chunk-patches of the run (from RUN/patchgen/config.ini); throws InvalidInput when
 // it is not `expected`.
 int run_chunk_patches(const std::string& run, int expected) {
-  const std::string ini = (fs::path(run) / "patchgen" / "config.ini").string();
+  const std::string ini = stage_file(RunLayout(run).stage_root(kPatchgenStage), kConfigFile);
   std::istringstream lines(read_file(ini));
   std::string line;
   while (std::getline(lines, line)) {

@@ -12,6 +12,7 @@
 #include "benchmarks/ingest/recall.h"
 #include "common/core/error.h"
 #include "common/core/fs.h"
+#include "common/stage/layout.h"
 #include "common/stage/skeleton.h"
 #include "common/vector/catalog.h"
 
@@ -61,9 +62,9 @@ json run_ingest(const Options& o, const std::string& run, const std::string& nam
                   "--train-size {} --threads {} --overwrite",
                   o.bin_dir, quoted(run), name, quoted(spec), shards, o.train_size, threads);
   const double wall = run_command(command, log);
-  const std::string out = (fs::path(run) / "ingest" / name).string();
-  const std::string gen = (fs::path(out) / "gen-00000").string();  // a fresh ingest
-  const json success = read_json_or_fail((fs::path(gen) / "_SUCCESS").string());
+  const std::string out = RunLayout(run).stage_root(kIngestStage, name);
+  const std::string gen = generation_dir(out, 0);  // a fresh ingest
+  const json success = read_json_or_fail(stage_file(gen, kSuccessFile));
   const int64_t rows = success.at("rows").get<int64_t>();
   json per_rank = json::array();
   double rank_total_max = 0;

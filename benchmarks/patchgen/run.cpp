@@ -18,6 +18,8 @@
 #include "common/core/error.h"
 #include "common/core/fs.h"
 #include "common/h5/h5.h"
+#include "common/stage/layout.h"
+#include "common/stage/skeleton.h"
 #include "common/store/index.h"
 #include "common/stage/marker.h"
 #include "common/mpi/mpi_main.h"
@@ -156,7 +158,7 @@ json measure_patchgen(const Config& config, const SlidePlan& plan, Comm& comm) {
   if (comm.rank() != 0) return {};
 
   check_index_matches_plan(stage_dir, plan);
-  const json success = read_json_file((fs::path(stage_dir) / "_SUCCESS").string()).value();
+  const json success = read_json_file(stage_file(stage_dir, kSuccessFile)).value();
   const json& sum = success["seconds_summed_over_ranks"];
   const int ranks = comm.size();
   const auto patches = success["patches"].get<int64_t>();
@@ -165,8 +167,7 @@ json measure_patchgen(const Config& config, const SlidePlan& plan, Comm& comm) {
   json per_rank = json::array(), shard_sha = json::array();
   for (int r = 0; r < ranks; ++r) {
     const json marker =
-        read_json_file((fs::path(stage_dir) / "markers" / rank_file_name(r, ".json")).string())
-            .value();
+        read_json_file(marker_path(stage_dir, r)).value();
     const json& s = marker["stats"];
     per_rank.push_back({{"rank", r}, {"patches", s["patches"]}, {"read_s", s["read_s"]},
                         {"write_s", s["write_s"]}, {"extract_s", s["total_s"]},

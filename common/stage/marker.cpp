@@ -295,8 +295,8 @@ StageState prepare_stage(Comm& comm, const std::string& stage, const std::string
       spdlog::warn("--file-locking false: '{}' is not locked; make sure no other job writes "
                    "it", stage_dir);
     }
-    auto existing = read_json_file((fs::path(stage_dir) / "run.json").string());
-    const bool success = summary_readable((fs::path(stage_dir) / "_SUCCESS").string());
+    auto existing = read_json_file(stage_file(stage_dir, kRunFile));
+    const bool success = summary_readable(stage_file(stage_dir, kSuccessFile));
     const std::string stale = existing ? stale_reason(stage_dir) : "";
     if (!stale.empty()) {
       // Outputs made from a replaced input are worth nothing, whatever they were made with.
@@ -338,8 +338,8 @@ StageState prepare_stage(Comm& comm, const std::string& stage, const std::string
       for (const auto& input : links.inputs) inputs.push_back(input_record(input, stage_dir));
       run["inputs"] = std::move(inputs);
       if (run_fields.is_object()) run.update(run_fields);
-      atomic_write_file((fs::path(stage_dir) / "config.ini").string(), config_ini);
-      atomic_write_file((fs::path(stage_dir) / "run.json").string(), run.dump(2) + "\n");
+      atomic_write_file(stage_file(stage_dir, kConfigFile), config_ini);
+      atomic_write_file(stage_file(stage_dir, kRunFile), run.dump(2) + "\n");
     }
     return std::to_string(static_cast<int>(state.action)) + state.job_token;
   });

@@ -13,6 +13,7 @@
 #include "common/core/error.h"
 #include "common/core/fs.h"
 #include "common/stage/failure.h"
+#include "common/stage/layout.h"
 #include "common/stage/lineage.h"
 
 namespace tessera {
@@ -182,8 +183,8 @@ void remove_damaged_finish_outputs(const std::string& stage_dir) {
 }  // namespace
 
 nlohmann::json check_stage_input(Comm& comm, const std::string& stage_dir, VerifyLevel level) {
-  const auto success = read_json_file((fs::path(stage_dir) / "_SUCCESS").string());
-  const auto run = read_json_file((fs::path(stage_dir) / "run.json").string());
+  const auto success = read_json_file(stage_file(stage_dir, kSuccessFile));
+  const auto run = read_json_file(stage_file(stage_dir, kRunFile));
   if (!success || !run) {
     fail<InvalidInput>("'{}' is not complete (no _SUCCESS): run that stage first or finish its "
                        "rerun",
@@ -283,7 +284,7 @@ int run_taken_stage(Comm& comm, const StageRun& run, StageWork& work, StageState
         spdlog::warn("'{}' was complete but {}: resuming to redo it", run.dir, problem);
         remove_damaged_finish_outputs(run.dir);
         std::error_code ec;
-        fs::remove(fs::path(run.dir) / "_SUCCESS", ec);
+        fs::remove(stage_file(run.dir, kSuccessFile), ec);
         if (ec) fail<IoError>("cannot remove '{}/_SUCCESS': {}", run.dir, ec.message());
       }
       // Every rank's set-up must see what rank 0 removed (patchgen keeps only plans whose QC
@@ -306,7 +307,7 @@ int run_taken_stage(Comm& comm, const StageRun& run, StageWork& work, StageState
       if (comm.rank() == 0) {
         spdlog::warn("'{}' is complete but {}: finishing it again", run.dir, reason);
         std::error_code ec;
-        fs::remove(fs::path(run.dir) / "_SUCCESS", ec);
+        fs::remove(stage_file(run.dir, kSuccessFile), ec);
         if (ec) fail<IoError>("cannot remove '{}/_SUCCESS': {}", run.dir, ec.message());
       }
       state.action = StageAction::kResume;
@@ -315,7 +316,7 @@ int run_taken_stage(Comm& comm, const StageRun& run, StageWork& work, StageState
   if (state.action == StageAction::kComplete) {
     // Rank 0 reads the exit code the run recorded; every rank returns it.
     return std::stoi(decided_by_root(comm, [&] {
-      auto summary = read_json_file((fs::path(run.dir) / "_SUCCESS").string());
+      auto summary = read_json_file(stage_file(run.dir, kSuccessFile));
       spdlog::info("'{}' is already complete for this configuration; nothing to do", run.dir);
       return std::to_string(summary ? summary->value("exit_code", 0) : 0);
     }));
@@ -403,7 +404,7 @@ int run_taken_stage(Comm& comm, const StageRun& run, StageWork& work, StageState
     if (run.run_fields.is_object()) summary.update(run.run_fields);
     summary["wait_s_rank0"] = wait_s;
     summary["finish_s"] = seconds_since(finish_start);
-    atomic_write_file((fs::path(run.dir) / "_SUCCESS").string(), marker_text(summary));
+    atomic_write_file(stage_file(run.dir, kSuccessFile), marker_text(summary));
     clear_failures(run.dir, -1);
     return std::to_string(summary["exit_code"].get<int>());
   }));

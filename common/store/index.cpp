@@ -8,6 +8,7 @@
 #include "common/core/error.h"
 #include "common/core/fs.h"
 #include "common/h5/h5.h"
+#include "common/stage/layout.h"  // the skeleton file names (header only)
 #include "common/store/files.h"
 #include "common/store/store.h"
 
@@ -29,7 +30,7 @@ namespace {
 // The overlap of an index.h5 written before the attribute: from the `stride = N` line of the
 // stage directory's config.ini, as embed read it then (0 when absent).
 int64_t legacy_overlap(const std::string& stage_dir, int64_t patch_size) {
-  const std::string ini = (fs::path(stage_dir) / "config.ini").string();
+  const std::string ini = (fs::path(stage_dir) / kConfigFile).string();
   if (!path_exists(ini)) return 0;
   std::stringstream in(read_file(ini));
   std::string line;
@@ -54,7 +55,7 @@ int64_t legacy_overlap(const std::string& stage_dir, int64_t patch_size) {
 IndexInfo load_index_info(const std::string& stage_dir) {
   IndexInfo index;
   index.stage_dir = stage_dir;
-  auto success = read_json_file((fs::path(stage_dir) / "_SUCCESS").string());
+  auto success = read_json_file((fs::path(stage_dir) / kSuccessFile).string());
   if (!success) {
     fail<InvalidInput>("'{}' is not a completed patchgen run (no _SUCCESS): run patchgen first "
                        "or finish its rerun",

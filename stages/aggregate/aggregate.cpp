@@ -242,7 +242,7 @@ std::string resolve_tag(const std::string& run, const std::string& tag) {
 }
 
 std::vector<std::string> embed_part_dirs(const std::string& embed_root) {
-  if (path_exists((fs::path(embed_root) / "run.json").string())) return {embed_root};
+  if (path_exists(stage_file(embed_root, kRunFile))) return {embed_root};
   int parts = 0;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(embed_root, ec)) {
@@ -282,7 +282,7 @@ int run(const Config& config, Comm& comm) {
     locks.push_back(hold_input(comm, part_dirs[p], config.stage));
     const nlohmann::json embed_run = check_stage_input(comm, part_dirs[p], config.stage.verify);
     const nlohmann::json embed_success = nlohmann::json::parse(decided_by_root(comm, [&] {
-      auto s = read_json_file((fs::path(part_dirs[p]) / "_SUCCESS").string());
+      auto s = read_json_file(stage_file(part_dirs[p], kSuccessFile));
       if (!s) fail<InvalidInput>("'{}' has no _SUCCESS: run embed first", part_dirs[p]);
       return s->dump();
     }));

@@ -165,7 +165,7 @@ Decision decide(const Config& config) {
   }
   if (d.previous && !d.previous->generations.empty()) {
     const CatalogGeneration last = d.previous->generations.back();
-    if (!path_exists((fs::path(generation_dir(out, last.generation)) / "_SUCCESS").string())) {
+    if (!path_exists(stage_file(generation_dir(out, last.generation), kSuccessFile))) {
       // Listed before its _SUCCESS was written (ingest once wrote the catalog first): finish it
       // from the catalog it extended. (A stale generation is refused below, as any append to it.)
       d.generation = last.generation;
@@ -179,7 +179,7 @@ Decision decide(const Config& config) {
   }
   d.generation = d.previous ? static_cast<int>(d.previous->generations.size()) : 0;
   const std::string gen_dir = generation_dir(out, d.generation);
-  if (auto interrupted = read_json_file((fs::path(gen_dir) / "run.json").string())) {
+  if (auto interrupted = read_json_file(stage_file(gen_dir, kRunFile))) {
     // An append that did not finish: finish it with the parts it started with.
     d.parts = interrupted->at("embed_parts").get<std::vector<int>>();
     spdlog::info("ingest --append: resuming the unfinished generation {} (parts {})", d.generation,
@@ -250,7 +250,7 @@ Decision decision_from(const nlohmann::json& j, const std::string& out) {
 }
 
 int discover_parts(const std::string& embed_root) {
-  if (path_exists((fs::path(embed_root) / "run.json").string())) return 1;
+  if (path_exists(stage_file(embed_root, kRunFile))) return 1;
   int parts = 0;
   for (const auto& name : list_subdirectories(embed_root)) {
     const auto part = parse_part_name(name);

@@ -385,7 +385,7 @@ int run_generation(const Config& config, Comm& comm, std::string& ingest_dir_out
       }
     });
     inputs.insert(inputs.end(), {s.embed_dir, s.patchgen_dir});
-    s.embed_success = read_json_file((fs::path(s.embed_dir) / "_SUCCESS").string()).value();
+    s.embed_success = read_json_file(stage_file(s.embed_dir, kSuccessFile)).value();
     s.embeddings_path = embeddings_path(s.embed_dir);
     s.info = load_index_info(s.patchgen_dir);
     if (s.embed_success.value("patchgen_fingerprint", "") != s.info.config_fingerprint) {

@@ -14,6 +14,7 @@
 
 #include "common/core/error.h"
 #include "common/core/fs.h"
+#include "common/stage/layout.h"
 
 extern char** environ;
 
@@ -95,7 +96,7 @@ std::vector<float> embed_patches(const Catalog& catalog, const uint8_t* rgb, int
   atomic_write_file(model, catalog.model.dump());
   const std::vector<std::string> args = {
       helper,
-      "--embed-config", catalog.path(catalog.sources.at(0).embed_dir + "/config.ini"),
+      "--embed-config", catalog.path(stage_file(catalog.sources.at(0).embed_dir, kConfigFile)),
       "--model-json", model,
       "--patches", patches,
       "--count", std::to_string(count),

@@ -38,7 +38,7 @@ std::string shell_word(const std::string& word) {
 
 std::string rerun_command(const std::string& program, const std::string& config_dir,
                           std::optional<int> world_size, const std::vector<std::string>& extra) {
-  const std::string config = (fs::path(config_dir) / "config.ini").string();
+  const std::string config = stage_file(config_dir, kConfigFile);
   std::error_code ec;
   if (!world_size || !fs::exists(config, ec)) return "";
   std::string command = fmt::format("mpirun -np {} {} --config {}", *world_size, program,

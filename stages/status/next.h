@@ -20,7 +20,7 @@ namespace tessera::status {
 // empty), else single-quoted ('\'' for a quote inside).
 std::string shell_word(const std::string& word);
 
-// "mpirun -np W <program> --config DIR/config.ini" + `extra` (each a shell word), or "" when
+// `mpirun -np W <program> --config DIR/config.ini` + `extra` (each a shell word), or "" when
 // `config_dir` has no config.ini or the world size is unknown.
 std::string rerun_command(const std::string& program, const std::string& config_dir,
                           std::optional<int> world_size, const std::vector<std::string>& extra);

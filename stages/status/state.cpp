@@ -84,8 +84,8 @@ void read_stage_dir(StageStatus& s) {
     s.state = State::kMissing;
     return;
   }
-  auto run_json = read_json_noted(join_path(s.dir, "run.json"), s.problem);
-  auto success = read_json_noted(join_path(s.dir, "_SUCCESS"), s.problem);
+  auto run_json = read_json_noted(stage_file(s.dir, kRunFile), s.problem);
+  auto success = read_json_noted(stage_file(s.dir, kSuccessFile), s.problem);
   // Stale: marked so, or made from inputs that changed since (lineage.h).
   const std::string stale_why = run_json ? stale_reason(s.dir) : "";
   const bool stale = !stale_why.empty();
@@ -102,7 +102,7 @@ void read_stage_dir(StageStatus& s) {
     // Not a rank count any job had: the file is damaged, and nothing is derived from the number.
     if (s.problem.empty()) {
       s.problem = fmt::format("world_size {} in {} is not a rank count (1..{})", *s.world_size,
-                              run_json ? "run.json" : "_SUCCESS", kMaxWorldSize);
+                              run_json ? kRunFile : kSuccessFile, kMaxWorldSize);
     }
     s.world_size.reset();
     run_json.reset();
@@ -117,7 +117,7 @@ void read_stage_dir(StageStatus& s) {
 
   // A run.json that exists but cannot be read (or holds no rank count): nothing here can be
   // resumed or trusted.
-  const bool run_damaged = !run_json && exists(join_path(s.dir, "run.json"));
+  const bool run_damaged = !run_json && exists(stage_file(s.dir, kRunFile));
   s.run_json_damaged = run_damaged;
   if (stale) {
     s.state = State::kStale;
@@ -168,7 +168,7 @@ void read_stage_dir(StageStatus& s) {
     std::optional<double> first, last;
     int64_t rows = 0;
     // Only the markers on disk are read: one directory listing, not a probe per rank.
-    const std::set<std::string> on_disk = entry_names(join_path(s.dir, "markers"));
+    const std::set<std::string> on_disk = entry_names(stage_file(s.dir, kMarkerDir));
     for (int r = 0; r < world; ++r) {
       const std::string path = marker_path(s.dir, r);
       if (!on_disk.count(fs::path(path).filename().string())) {

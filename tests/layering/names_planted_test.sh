@@ -13,6 +13,8 @@ plants=(
   'const std::string p = dir + "/features/" + id;'
   'auto d = file.open_dataset("patch_id");'
   'const std::string c = dir + "/slide_catalog.json";'
+  'const std::string s = (fs::path(dir) / "_SUCCESS").string();'
+  'const std::string m = (fs::path(dir) / "markers").string();'
 )
 for plant in "${plants[@]}"; do
   rm -rf "$work/tree"

@@ -11,9 +11,12 @@
 #   4. opens or creates an HDF5 file, or reads or writes a group or dataset, by hand (h5::File,
 #      h5::Group, h5::Dataset), but for the files named in `own_h5` below, each of which owns an
 #      HDF5 file no other stage reads.
+#   5. spells a file or folder the skeleton keeps in every stage directory (run.json, config.ini,
+#      _SUCCESS, _STALE, .lock, .ranks.lock, progress.jsonl, markers, failures) in a literal
+#      outside common/stage: the layout (common/stage/layout.h, stage_file) owns those paths.
 # The names are collected from the headers of store and vector (`inline constexpr const char* kX
-# = "name";`); the stage and skeleton names of common/stage/layout.h are the layout's (section 2
-# of issue 25), not exchanged files. Usage: names_test.sh SOURCE_DIR
+# = "name";`), and the skeleton's from those of common/stage (kXFile, kXDir). Usage:
+# names_test.sh SOURCE_DIR
 set -euo pipefail
 src="$1"
 cd "$src"
@@ -43,6 +46,14 @@ if ((${#files[@]} < 8 || ${#folders[@]} < 3)); then
   echo "names_test: found ${#files[@]} file and ${#folders[@]} folder names: the pattern is stale" >&2
   exit 1
 fi
+# The skeleton's files and folders (layout.h's kRunFile ... kMarkerDir, failure.h's kFailureDir);
+# kServicesDir ("serve") names a folder of the run, not of a stage directory.
+mapfile -t skeleton < <(grep -hoE 'inline constexpr const char\* k[A-Za-z]+(File|Dir) = "[^"]+"' \
+  common/stage/*.h | grep -v kServicesDir | sed -E 's/.*= "([^"]+)"/\1/' | sort -u)
+if ((${#skeleton[@]} < 9)); then
+  echo "names_test: found only ${#skeleton[@]} skeleton names in common/stage headers" >&2
+  exit 1
+fi
 quote() { printf '%s|' "$@" | sed 's/[.]/[.]/g; s/|$//'; }
 all=$(quote "${names[@]}")
 file_re=$(quote "${files[@]}")
@@ -66,10 +77,21 @@ add "an exchanged folder in a literal or joined into a path" \
      grep -vE "^($own):[0-9]+:.*\"/($folder_re)\"" || true)"
 add "an HDF5 file, group or dataset handled by hand (ask common/store)" \
   "$(production 'h5::(File|Group|Dataset)\b' | grep -vE "^($own):" || true)"
+# Names with a dot or an underscore (run.json, _SUCCESS, .lock) in any literal; the folders
+# (markers, failures: also plain words) as a path component or joined into a path.
+mapfile -t skeleton_files < <(printf '%s\n' "${skeleton[@]}" | grep -E '[._]')
+mapfile -t skeleton_dirs < <(printf '%s\n' "${skeleton[@]}" | grep -vE '[._]')
+skeleton_file_re=$(quote "${skeleton_files[@]}")
+skeleton_dir_re=$(quote "${skeleton_dirs[@]}")
+add "a skeleton file of a stage directory spelled by hand (ask the layout: stage_file)" \
+  "$( (production "\"([^\"]*/)?($skeleton_file_re)\"";
+       production "(\"($skeleton_dir_re)/|/($skeleton_dir_re)(/[^\"]*)?\"|(/|,) *\"($skeleton_dir_re)\"|\"($skeleton_dir_re)\" */)") |
+     grep -vE '^common/stage/' || true)"
 if [[ -n "$problems" ]]; then
   echo "exchanged files opened or named outside common/store and common/vector:"
   printf '%s' "$problems"
   exit 1
 fi
 echo "names_test: no exchanged file opened or named outside common/store and common/vector" \
-  "(${#names[@]} names, ${#files[@]} files, ${#folders[@]} folders checked)"
+  "(${#names[@]} names, ${#files[@]} files, ${#folders[@]} folders, ${#skeleton[@]} skeleton names" \
+  "checked)"
