@@ -109,6 +109,8 @@ class Dataset {
   // `data`, rows.size() * row_elems elements, in list order. Throws Error for an unsorted list and
   // IoError for a row past the end.
   void read_row_list(void* data, const std::vector<hsize_t>& rows) const;
+  // As read_row_list, as float32 whatever the stored floating type (HDF5 converts halves).
+  void read_row_list_as_floats(float* data, const std::vector<hsize_t>& rows) const;
 
   // Variable-length byte blobs (e.g. one JPEG per patch), stored as vlen uint8.
   void append_blobs(const std::vector<std::vector<uint8_t>>& blobs);

@@ -211,6 +211,10 @@ void Dataset::read_row_list(void* data, const std::vector<hsize_t>& rows) const 
   read_row_union(id(), mtype.id(), rows, data, w);
 }
 
+void Dataset::read_row_list_as_floats(float* data, const std::vector<hsize_t>& rows) const {
+  read_row_union(id(), H5T_NATIVE_FLOAT, rows, data, Where{file_, path_});
+}
+
 void Dataset::append_blobs(const std::vector<std::vector<uint8_t>>& blobs) {
   const Where w{file_, path_};
   if (blobs.empty()) return;

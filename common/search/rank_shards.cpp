@@ -16,14 +16,15 @@ Catalog loaded(const std::string& dir) { return load_catalog(dir); }
 
 }  // namespace
 
-RankShards::RankShards(const std::string& dir, int rank, int ranks, bool mmap, VerifyLevel verify)
+RankShards::RankShards(const std::string& dir, int rank, int ranks, bool mmap, VerifyLevel verify,
+                       int rerank)
     : catalog_(loaded(dir)),
       slides_(read_vector_meta(catalog_.path(catalog_.shards.front().segments.at(0).meta.file),
                                false)
                   .slides),
       columns_(filter_columns(slides_)),
       owned_(owned_shards(static_cast<int>(catalog_.shards.size()), rank, ranks)),
-      shards_(catalog_, owned_, mmap, verify, std::nullopt) {}
+      shards_(catalog_, owned_, mmap, verify, std::nullopt, rerank) {}
 
 std::shared_ptr<const RowSelection> RankShards::selection(const std::string& filter) {
   for (auto it = filters_.begin(); it != filters_.end(); ++it) {

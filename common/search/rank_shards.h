@@ -23,15 +23,18 @@ namespace tessera::search {
 
 class RankShards {
  public:
-  // Loads the shards rank `rank` of `ranks` owns of the index in `dir` (not collective). Throws
-  // as load_catalog and ShardSet do.
-  RankShards(const std::string& dir, int rank, int ranks, bool mmap, VerifyLevel verify);
+  // Loads the shards rank `rank` of `ranks` owns of the index in `dir` (not collective), with
+  // ShardSet's re-ranking of a compressed index's `rerank` x k candidates (0: none). Throws as
+  // load_catalog and ShardSet do.
+  RankShards(const std::string& dir, int rank, int ranks, bool mmap, VerifyLevel verify,
+             int rerank = 0);
 
   const Catalog& catalog() const { return catalog_; }
   const VectorSlideTable& slides() const { return slides_; }
   const std::vector<ColumnSchema>& columns() const { return columns_; }
   int64_t rows() const { return shards_.rows(); }
   const std::vector<int>& owned() const { return owned_; }
+  const ShardSet& shards() const { return shards_; }
 
   // This rank's best hits for every job, grouped into one search call per (k, nprobe, filter).
   // Filters are parsed against columns() (throws InvalidInput as Filter::parse does) and

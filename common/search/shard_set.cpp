@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "common/core/error.h"
+#include "common/search/rerank.h"
 #include "common/vector/topk.h"
 #include "common/vector/vector_index.h"
 
@@ -146,11 +147,14 @@ struct ShardSet::Impl {
   bool higher_is_better = true;
   int dim = 0;
   int64_t rows = 0, matching = 0;
+  int rerank = 0;                        // candidates per hit re-ranked; 0: none
+  std::optional<StoredVectors> stored;   // with rerank > 0
 };
 
 ShardSet::ShardSet(const Catalog& catalog, const std::vector<int>& shards, bool mmap,
-                   VerifyLevel verify, const std::optional<Filter>& filter)
+                   VerifyLevel verify, const std::optional<Filter>& filter, int rerank)
     : impl_(std::make_unique<Impl>()) {
+  if (rerank < 0) fail<InvalidInput>("--rerank must be 0 (off) or more, not {}", rerank);
   const std::vector<std::string> problems = check_catalog_files(catalog, verify, shards);
   if (!problems.empty()) {
     std::string list;
@@ -191,6 +195,19 @@ ShardSet::ShardSet(const Catalog& catalog, const std::vector<int>& shards, bool 
       impl_->segments.push_back(std::move(seg));
     }
   }
+  const bool approximate =
+      std::any_of(impl_->segments.begin(), impl_->segments.end(),
+                  [](const Segment& s) { return !s.index.exact_scores(); });
+  if (rerank > 0 && approximate) {
+    impl_->rerank = rerank;
+    impl_->stored.emplace(catalog, verify);
+  }
+}
+
+int ShardSet::rerank() const { return impl_->rerank; }
+
+RerankCounters ShardSet::rerank_counters() const {
+  return impl_->stored ? impl_->stored->counters() : RerankCounters{};
 }
 
 ShardSet::~ShardSet() = default;
@@ -215,6 +232,7 @@ std::vector<std::vector<Hit>> ShardSet::search(const float* queries, int64_t n,
   const auto& segments = impl_->segments;
   const int k = params.k;
   const int dim = impl_->dim;
+  const int candidates = impl_->rerank > 0 ? k * impl_->rerank : k;
   const int workers = static_cast<int>(
       std::max<size_t>(1, std::min<size_t>(params.threads, segments.size())));
   // results[worker][query]: the best k of the segments that worker searched so far.
@@ -228,7 +246,7 @@ std::vector<std::vector<Hit>> ShardSet::search(const float* queries, int64_t n,
     set_vector_threads(std::max(1, params.threads / workers));
     std::vector<float> scores;
     std::vector<int64_t> ids;
-    std::vector<Hit> found;
+    std::vector<std::vector<Hit>> found;
     auto& best = results[worker];
     for (size_t s; (s = next.fetch_add(1)) < segments.size();) {
       try {
@@ -242,19 +260,20 @@ std::vector<std::vector<Hit>> ShardSet::search(const float* queries, int64_t n,
                                         : nullptr;
           RowFilter filter(allowed, scope);
           SearchOptions options;
-          options.k = k;
+          options.k = candidates;
           options.nprobe = params.nprobe;
           options.ef_search = params.ef_search;
           const bool filtered = allowed || scope;
           options.filter = filtered ? &filter : nullptr;
-          scores.assign(static_cast<size_t>(m) * k, 0);
-          ids.assign(static_cast<size_t>(m) * k, -1);
+          scores.assign(static_cast<size_t>(m) * candidates, 0);
+          ids.assign(static_cast<size_t>(m) * candidates, -1);
           seg.index.search(queries + q0 * dim, m, options, scores.data(), ids.data());
+          found.resize(m);
           for (int64_t q = 0; q < m; ++q) {
-            auto& out = found;
+            auto& out = found[q];
             out.clear();
-            for (int j = 0; j < k; ++j) {
-              const int64_t id = ids[q * k + j];
+            for (int j = 0; j < candidates; ++j) {
+              const int64_t id = ids[q * candidates + j];
               if (id < 0) continue;
               const auto it = std::lower_bound(seg.sorted_ids.begin(), seg.sorted_ids.end(), id);
               if (it == seg.sorted_ids.end() || *it != id) {
@@ -263,11 +282,18 @@ std::vector<std::vector<Hit>> ShardSet::search(const float* queries, int64_t n,
               }
               const int64_t row = seg.sorted_rows[it - seg.sorted_ids.begin()];
               const VectorRows& r = seg.meta.rows;
-              out.push_back({scores[q * k + j], id, r.slide[row], r.coords[2 * row],
+              out.push_back({scores[q * candidates + j], id, r.slide[row], r.coords[2 * row],
                              r.coords[2 * row + 1], r.tissue[row], seg.shard});
             }
+          }
+          if (impl_->stored) {
+            rerank_hits(*impl_->stored, queries + q0 * dim, dim, impl_->higher_is_better, k,
+                        found);
+          }
+          for (int64_t q = 0; q < m; ++q) {
             auto& kept = best[q0 + q];
-            kept = kept.empty() ? out : merge_hits({kept, out}, k, impl_->higher_is_better);
+            kept = kept.empty() ? found[q]
+                                : merge_hits({kept, found[q]}, k, impl_->higher_is_better);
           }
         }
       } catch (...) {

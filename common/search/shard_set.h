@@ -17,6 +17,13 @@
 
 namespace tessera::search {
 
+// What re-ranking (rerank.h) has read: stored vectors, and their bytes as stored (dim x 2 for
+// fp16 stores, dim x 4 for fp32).
+struct RerankCounters {
+  int64_t rows = 0;
+  int64_t bytes = 0;
+};
+
 // One search result with the row-level metadata of its vector.
 struct Hit {
   float score = 0;
@@ -65,8 +72,12 @@ class ShardSet {
   // Loads the segments of `shards` (shard numbers of `catalog`) after checking their files at
   // `verify` against the catalog. Throws IoError naming a missing, damaged or inconsistent file
   // (dimension, rows) and InvalidInput for a filter that uses unknown columns.
+  // With `rerank` > 0 and an index whose scores are approximate (VectorIndex::exact_scores:
+  // PQ, SQ, IVF-PQ, HNSW-PQ, ...), search() asks each segment for rerank x k candidates and
+  // re-ranks them exactly from the stored vectors (rerank.h; their embed outputs are checked
+  // at `verify` here and throw as StoredVectors does). Exact indexes ignore it.
   ShardSet(const Catalog& catalog, const std::vector<int>& shards, bool mmap, VerifyLevel verify,
-           const std::optional<Filter>& filter);
+           const std::optional<Filter>& filter, int rerank = 0);
   ~ShardSet();
   ShardSet(ShardSet&&) noexcept;
   ShardSet& operator=(ShardSet&&) noexcept;
@@ -78,11 +89,21 @@ class ShardSet {
   // shards' slide table). Thread-safe with concurrent search().
   RowSelection select(const Filter& filter) const;
 
+  // The re-rank factor searches use: the one given when the loaded index's scores are
+  // approximate, else 0 (also for a set without shards).
+  int rerank() const;
+  // The stored vectors re-ranking has read so far (zeros without re-ranking).
+  RerankCounters rerank_counters() const;
+
   // Searches `queries` (n x dim, row-major, normalised as the catalog says) in every loaded shard
   // and returns, per query, the best `params.k` hits over these shards (best first, ties by
   // ascending patch id) restricted by the filter and by `scopes` (one per query, or empty).
+  // With re-ranking, each segment's rerank() x k candidates get exact scores and the best k of
+  // them is kept, so the hits are those of the union of every shard's candidates, whatever the
+  // number of ranks.
   // Memory: each search thread keeps one running best-k list per query (threads x n x k hits),
-  // whatever the number of shards.
+  // whatever the number of shards; with re-ranking also one batch's candidates (rerank x k per
+  // query) and at most kRerankRows stored vectors.
   std::vector<std::vector<Hit>> search(const float* queries, int64_t n,
                                        const std::vector<QueryScope>& scopes,
                                        const SearchParams& params) const;

@@ -152,6 +152,7 @@ struct EmbeddingsReader::Impl {
   h5::Dataset ids, values;
   int64_t rows = 0;
   int dim = 0;
+  int64_t value_bytes = 4;  // of one stored element
 };
 
 EmbeddingsReader::EmbeddingsReader(const std::string& path) {
@@ -173,9 +174,14 @@ EmbeddingsReader::EmbeddingsReader(const std::string& path) {
     fail<IoError>("'{}' is not an embed output: /{} and /{} must be [n] and [n, D]", path,
                   names::kPatchId, names::kEmbeddings);
   }
+  const h5::Handle value_type(H5Dget_type(values.id()));
+  if (value_type.id() < 0) {
+    fail<IoError>("'{}': cannot read the type of /{}", path, names::kEmbeddings);
+  }
   impl_ = std::make_unique<Impl>(Impl{path, std::move(file), std::move(ids), std::move(values),
                                       static_cast<int64_t>(value_dims[0]),
-                                      static_cast<int>(value_dims[1])});
+                                      static_cast<int>(value_dims[1]),
+                                      static_cast<int64_t>(H5Tget_size(value_type.id()))});
 }
 
 EmbeddingsReader::~EmbeddingsReader() = default;
@@ -193,6 +199,15 @@ void EmbeddingsReader::read_ids(int64_t* ids, int64_t first, int64_t n) const {
 void EmbeddingsReader::read_values(float* values, int64_t first, int64_t n) const {
   impl_->values.read_rows_as_floats(values, static_cast<hsize_t>(first), static_cast<hsize_t>(n));
 }
+
+void EmbeddingsReader::read_row_list(const std::vector<int64_t>& rows, int64_t* ids,
+                                     float* values) const {
+  const std::vector<hsize_t> list(rows.begin(), rows.end());
+  impl_->ids.read_row_list(ids, list);
+  impl_->values.read_row_list_as_floats(values, list);
+}
+
+int64_t EmbeddingsReader::row_bytes() const { return impl_->dim * impl_->value_bytes; }
 
 EmbeddingsAttributes EmbeddingsReader::attributes() const {
   const h5::File& f = impl_->file;

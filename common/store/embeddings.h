@@ -110,6 +110,13 @@ class EmbeddingsReader {
   // file for rows past the end.
   void read_ids(int64_t* ids, int64_t first, int64_t n) const;
   void read_values(float* values, int64_t first, int64_t n) const;
+  // The listed rows (strictly ascending) in one read each of /patch_id and /embeddings: their
+  // ids into `ids` and their embeddings as float32 into `values` (rows.size() x dim), in list
+  // order. Throws IoError naming the file for a row past the end or a damaged chunk, and Error
+  // for a list that is not strictly ascending.
+  void read_row_list(const std::vector<int64_t>& rows, int64_t* ids, float* values) const;
+  // Bytes of one stored embedding: dim x 2 (fp16) or dim x 4 (fp32).
+  int64_t row_bytes() const;
   // The attributes on "/" (embeddings.h5 only; a rank shard has fewer: throws IoError).
   EmbeddingsAttributes attributes() const;
 

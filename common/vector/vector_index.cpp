@@ -16,9 +16,11 @@
 #include <faiss/IndexHNSW.h>
 #include <faiss/IndexIDMap.h>
 #include <faiss/IndexIVF.h>
+#include <faiss/IndexIVFFlat.h>
 #include <faiss/IndexIVFPQ.h>
 #include <faiss/IndexPQ.h>
 #include <faiss/IndexPreTransform.h>
+#include <faiss/IndexRefine.h>
 #include <faiss/impl/FaissException.h>
 #include <faiss/impl/IDSelector.h>
 #include <faiss/impl/io.h>
@@ -290,6 +292,14 @@ std::string VectorIndex::kind() const {
 int VectorIndex::nlist() const {
   auto* ivf = dynamic_cast<const faiss::IndexIVF*>(impl_->target());
   return ivf ? static_cast<int>(ivf->nlist) : 0;
+}
+
+bool VectorIndex::exact_scores() const {
+  const faiss::Index* index = impl_->target();
+  if (auto* hnsw = dynamic_cast<const faiss::IndexHNSW*>(index)) index = hnsw->storage;
+  if (auto* refine = dynamic_cast<const faiss::IndexRefine*>(index)) index = refine->refine_index;
+  return dynamic_cast<const faiss::IndexFlat*>(index) ||
+         dynamic_cast<const faiss::IndexIVFFlat*>(index);
 }
 
 int VectorIndex::default_nprobe() const {

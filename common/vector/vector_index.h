@@ -86,6 +86,10 @@ class VectorIndex {
   // "flat", "ivf", "hnsw" or "other", of the index under any IndexIDMap wrapper.
   std::string kind() const;
   int nlist() const;  // IVF: number of inverted lists; 0 otherwise
+  // Whether search() scores with the vectors as added (Flat, IVF-Flat, HNSW over Flat storage,
+  // a Flat refinement), under any IndexIDMap; false for compressed storage (PQ, SQ, IVF-PQ,
+  // HNSW-PQ, ...) and for transforms (PCA, OPQ), whose scores are approximate.
+  bool exact_scores() const;
   // The nprobe used when SearchOptions::nprobe == 0: for IVF
   // min(nlist, max(16, 2 * ceil(sqrt(nlist)))) (all lists up to nlist 16; 64 of 1024; 128 of
   // 4096), enough for recall@10 >= 0.95 of IVF-Flat on clustered data; 0 for other kinds.

@@ -2,6 +2,7 @@
 
 #include "common/core/error.h"
 #include "common/core/options.h"
+#include "common/search/rerank.h"
 
 namespace tessera::query {
 
@@ -22,6 +23,8 @@ OptionTable option_table() {
        "ingest output to search: RUN/ingest/<tag> (the folder of catalog.json)")
       ("mmap", kRunControl, value_with_default<bool>(true),
        "map index files into memory instead of reading them (IVF lists, flat codes)")
+      ("rerank", kRunControl, po::value<int>()->default_value(search::kDefaultRerank),
+       search::kRerankHelp)
       ("threads", kRunControl, po::value<int>()->default_value(0),
        "search threads per process (0: the cores of its CPU affinity)");
   add_verify_option(t, "Index", VerifyLevel::kFull,
@@ -136,6 +139,9 @@ Config config_from(const po::variables_map& v) {
   c.batch_size = v["batch-size"].as<int>();
   c.threads = v["threads"].as<int>();
   c.mmap = v["mmap"].as<bool>();
+  c.rerank = v["rerank"].as<int>();
+  require(c.rerank >= 0 && c.rerank <= search::kMaxRerank, "rerank",
+          fmt::format("must be 0..{}", search::kMaxRerank));
   c.device = v["device"].as<std::string>();
   c.verify = verify_from(v);
   require(c.k >= 1 && c.k <= 100000, "k", "must be 1..100000");

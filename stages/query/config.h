@@ -36,6 +36,7 @@ struct Config {
   int batch_size = 0;                   // queries per round (0: query_batch_size decides)
   int threads = 0;                      // search threads (0: the cores of the CPU affinity)
   bool mmap = true;                     // map IVF lists / flat codes instead of reading them
+  int rerank = 4;                       // compressed indexes: candidates re-ranked per hit (0: off)
   VerifyLevel verify = VerifyLevel::kFull;  // the files loaded, hashed once per load
   std::string device = "cpu";           // --image: where the model runs
 };

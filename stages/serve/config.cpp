@@ -4,6 +4,7 @@
 
 #include "common/core/error.h"
 #include "common/core/options.h"
+#include "common/search/rerank.h"
 
 namespace tessera::serve {
 
@@ -34,6 +35,8 @@ OptionTable option_table() {
       ("slide-index", kRunControl, po::value<std::string>()->default_value("auto"),
        "slide- and patient-level indexes (ingest --level slide|patient) for similar slides and "
        "cases: auto (the siblings of --index made from its embed tag), none, or DIR[,DIR...]")
+      ("rerank", kRunControl, po::value<int>()->default_value(search::kDefaultRerank),
+       search::kRerankHelp)
       ("threads", kRunControl, po::value<int>()->default_value(0),
        "search threads per rank (0: the cores of its CPU affinity)")
       ("poll", kRunControl, po::value<double>()->default_value(10),
@@ -89,6 +92,9 @@ Config config_from(const po::variables_map& v) {
   const int cache_mb = v["tile-cache-mb"].as<int>();
   c.threads = v["threads"].as<int>();
   c.mmap = v["mmap"].as<bool>();
+  c.rerank = v["rerank"].as<int>();
+  require(c.rerank >= 0 && c.rerank <= search::kMaxRerank, "rerank",
+          fmt::format("must be 0..{}", search::kMaxRerank));
   c.web_dir = v["web-dir"].as<std::string>();
   c.slide_index = v["slide-index"].as<std::string>();
   require(!c.slide_index.empty(), "slide-index", "give auto, none or DIR[,DIR...]");

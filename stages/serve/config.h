@@ -32,6 +32,7 @@ struct Config {
   size_t tile_cache_bytes = size_t{256} << 20;  // encoded DeepZoom tiles kept
   int threads = 0;                   // search threads per rank (0: the CPU affinity's cores)
   bool mmap = true;
+  int rerank = 4;                    // compressed indexes: candidates re-ranked per hit (0: off)
   VerifyLevel verify = VerifyLevel::kCheap;
   std::string slide_index = "auto";  // slide/patient indexes: auto | none | DIR[,DIR...]
                                      // (slide_indexes.h)

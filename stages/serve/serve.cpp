@@ -86,7 +86,7 @@ bool load_next(const Config& config, Comm& comm, std::unique_ptr<RankShards>& ne
   try {
     agree_on_failure(comm, [&] {
       next = std::make_unique<RankShards>(config.index, comm.rank(), comm.size(), config.mmap,
-                                          config.verify);
+                                          config.verify, config.rerank);
     });
   } catch (const Error& e) {
     spdlog::warn("reload of '{}' failed: {}", config.index, e.what());
@@ -141,7 +141,7 @@ int run(const Config& config, Comm& comm, Controls& controls) {
   set_vector_threads(threads);
   const auto start = Clock::now();
   auto shards = std::make_unique<RankShards>(config.index, comm.rank(), comm.size(), config.mmap,
-                                             config.verify);
+                                             config.verify, config.rerank);
   const int64_t rows = comm.allreduce_sum(shards->rows());
 
   // Rank 0 sets up the HTTP side; a failure there (port in use, no token) ends every rank.
