@@ -138,7 +138,12 @@ int mpi_main(int argc, char** argv, const std::string& usage, OptionTable table,
         }
       });
     } catch (const Error& e) {
-      if (comm.rank() == 0) std::cerr << "error: " << e.what() << "\n";
+      // The same style as an error of the run: a log line of rank 0.
+      if (comm.rank() == 0) {
+        init_logging(comm.rank(), comm.size(), "info");
+        spdlog::error("{}", e.what());
+        spdlog::default_logger()->flush();
+      }
       return e.exit_code();
     }
     if (request != Request::kRun) {

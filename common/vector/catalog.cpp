@@ -9,6 +9,7 @@
 #include "common/core/fs.h"
 #include "common/stage/layout.h"
 #include "common/stage/lineage.h"
+#include "common/vector/slide_catalog.h"
 
 namespace tessera {
 
@@ -167,6 +168,13 @@ Catalog Catalog::from_json(const nlohmann::json& j, const std::string& dir, cons
 Catalog load_catalog(const std::string& dir) {
   const std::string path = (fs::path(dir) / kCatalogFile).string();
   if (!path_exists(path)) {
+    if (path_exists((fs::path(dir) / kSlideCatalogFile).string())) {
+      fail<InvalidInput>("'{}' is a slide- or patient-level index (ingest --level slide|patient), "
+                         "not a patch index: search it with --similar-slide S or "
+                         "--similar-patient P; --patch, --slide and --mosaic-vote search a patch "
+                         "index (RUN/ingest/<tag>)",
+                         dir);
+    }
     fail<InvalidInput>("'{}' holds no catalog.json: not an ingest output, or its ingest has not "
                        "completed (run ingest first)",
                        dir);

@@ -80,6 +80,22 @@ TEST(Catalog, MissingIsBadInputMalformedIsAnIoError) {
   EXPECT_THROW(load_catalog(d.path.string()), IoError);
 }
 
+// A slide- or patient-level index given where a patch index is needed is named for what it is,
+// with the searches it answers (issue 28, item 13).
+TEST(Catalog, ASlideLevelIndexIsNamedForWhatItIs) {
+  Dir d;
+  atomic_write_file((d.path / "slide_catalog.json").string(), "{}");
+  try {
+    load_catalog(d.path.string());
+    ADD_FAILURE() << "no error";
+  } catch (const InvalidInput& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("is a slide- or patient-level index"), std::string::npos) << what;
+    EXPECT_NE(what.find("--similar-slide"), std::string::npos) << what;
+    EXPECT_EQ(what.find("run ingest first"), std::string::npos) << what;
+  }
+}
+
 TEST(Catalog, FileChecksNameDamagedFilesAndOnlyTheShardsAsked) {
   Dir d;
   const Catalog c = sample(d.path.string());

@@ -124,9 +124,12 @@ Config config_from(const po::variables_map& v) {
     c.image = v["image"].as<std::string>();
     ++sources;
   }
-  require(sources == 1, "patch",
-          "give exactly one query source: --patch, --slide with --x --y, --slide with "
-          "--mosaic-vote, --similar-slide, --similar-patient, --vectors or --image");
+  if (sources != 1) {
+    fail<InvalidInput>("{}: give exactly one of --patch ID, --slide S with --x X --y Y, --slide S "
+                       "with --mosaic-vote, --similar-slide S, --similar-patient P, --vectors F "
+                       "or --image F",
+                       sources == 0 ? "no query given" : fmt::format("{} queries given", sources));
+  }
   c.k = v["k"].as<int>();
   c.nprobe = v["nprobe"].as<int>();
   c.ef_search = v["ef-search"].as<int>();

@@ -298,7 +298,14 @@ int run(const Config& config, Comm& comm) {
   const VectorSlideTable slides =
       read_vector_meta(catalog.path(catalog.shards.front().segments.at(0).meta.file), false).slides;
   std::optional<Filter> filter;
-  if (!config.filter.empty()) filter = Filter::parse(config.filter, filter_columns(slides));
+  std::string filter_problem;  // reported with the queries' own problems, all at once
+  if (!config.filter.empty()) {
+    try {
+      filter = Filter::parse(config.filter, filter_columns(slides));
+    } catch (const InvalidInput& e) {
+      filter_problem = e.what();
+    }
+  }
 
   // Rank 0 resolves the queries (stored patches, files, an image) and tells the others.
   Queries queries;
@@ -306,7 +313,13 @@ int run(const Config& config, Comm& comm) {
   std::optional<PatchLookup> lookup;
   const std::string resolved = decided_by_root(comm, [&] {
     lookup.emplace(catalog, config.verify);
-    queries = resolve(config, catalog, slides, *lookup, &mosaic);
+    try {
+      queries = resolve(config, catalog, slides, *lookup, &mosaic);
+    } catch (const InvalidInput& e) {
+      if (filter_problem.empty()) throw;
+      fail<InvalidInput>("{}\nand {}", filter_problem, e.what());
+    }
+    if (!filter_problem.empty()) fail<InvalidInput>("{}", filter_problem);
     return encode_queries(queries);
   });
   if (comm.rank() != 0) decode_queries(resolved, catalog.dim, queries);

@@ -253,6 +253,35 @@ TEST_F(QueryRun, AMosaicVoteWritesOnePictureWithTheSlidesOwnPatch) {
   EXPECT_EQ(differing, 0u) << "the vote mosaic's query tile is not the slide's first mosaic patch";
 }
 
+// No query source at all, or two, are named as such (issue 28, item 13).
+TEST_F(QueryRun, AMissingOrDoubleQueryIsNamedAsSuch) {
+  try {
+    config(*dir_ / "none.json", {});
+    ADD_FAILURE() << "no error without a query";
+  } catch (const InvalidInput& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("no query given: give exactly one of --patch ID", 0), 0u)
+        << e.what();
+  }
+  try {
+    config(*dir_ / "two.json", {"--patch", "1", "--vectors", "v.npy"});
+    ADD_FAILURE() << "no error with two queries";
+  } catch (const InvalidInput& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("2 queries given", 0), 0u) << e.what();
+  }
+}
+
+// A bad filter and a bad query are reported together, the same on every rank (issue 28, item 13).
+TEST_F(QueryRun, AFilterAndAQueryProblemAreReportedAtOnce) {
+  for (int ranks = 1; ranks <= 2; ++ranks) {
+    const auto outcomes = run_stage_ranks(
+        ranks, query::run,
+        config(*dir_ / "both.json", {"--slide", "nosuch", "--x", "1", "--y", "1", "--filter",
+                                     "nocolumn = 1"}));
+    expect_job_failed<InvalidInput>(outcomes, kExitBadInput, "nocolumn");
+    expect_job_failed<InvalidInput>(outcomes, kExitBadInput, "nosuch");
+  }
+}
+
 // Rank 0 resolves the queries for all: an unknown patch is the same InvalidInput on every rank.
 TEST_F(QueryRun, AnUnknownPatchIsBadInputOnEveryRank) {
   for (int ranks = 1; ranks <= 3; ++ranks) {
