@@ -1,7 +1,8 @@
 // Shared pieces of every benchmark driver's JSON report: machine and version information, the
 // command line, resource usage, summaries of repeated measurements, page faults and pressure
 // stalls around a repetition, page-cache advice for input files, and the comparison of two
-// reports. Nothing here communicates; drivers gather per-rank values themselves.
+// reports (bench_report_compare.cpp). Nothing here communicates; drivers gather per-rank values
+// themselves.
 //
 // A driver's report, as compare_reports() reads it (docs/performance.md, "Benchmark harness"):
 //   "parameters"   what was run (the driver's parameter block; compared for equality)
