@@ -6,9 +6,13 @@
 #include <future>
 #include <filesystem>
 #include <random>
+#include <sstream>
+#include <set>
+#include <map>
 #include <utility>
 #include <regex>
 
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include "common/core/error.h"
@@ -177,19 +181,61 @@ nlohmann::json summary_base(const std::string& stage, int world_size,
           {"end_time", utc_timestamp()}};
 }
 
+std::string config_differences(const std::string& before, const std::string& now) {
+  const auto options = [](const std::string& text) {
+    std::map<std::string, std::string> out;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) {
+      const size_t eq = line.find(" = ");
+      if (eq == std::string::npos || line.empty() || line[0] == '#' || line[0] == ';') continue;
+      out[line.substr(0, eq)] = line.substr(eq + 3);
+    }
+    return out;
+  };
+  const auto a = options(before), b = options(now);
+  std::set<std::string> keys;
+  for (const auto& [k, v] : a) keys.insert(k);
+  for (const auto& [k, v] : b) keys.insert(k);
+  std::vector<std::string> out;
+  for (const auto& k : keys) {
+    if (k == "overwrite") continue;
+    const auto was = a.find(k), is = b.find(k);
+    if (was != a.end() && is != b.end() && was->second == is->second) continue;
+    if (is == b.end()) {
+      out.push_back(fmt::format("--{} (now unset)", k));
+    } else {
+      out.push_back(fmt::format("--{} {} (was {})", k, is->second.empty() ? "''" : is->second,
+                                was == a.end() ? "unset"
+                                               : was->second.empty() ? "''" : was->second));
+    }
+  }
+  return fmt::format("{}", fmt::join(out, ", "));
+}
+
 StageAction plan_stage(const std::string& stage_dir, const std::optional<nlohmann::json>& existing,
                        bool success_exists, const std::string& config_fingerprint, int world_size,
-                       bool overwrite) {
+                       bool overwrite, const std::string& differences) {
   if (!existing) return StageAction::kFresh;
   if (overwrite) return StageAction::kFresh;
   std::string old_fp = existing->value("config_fingerprint", "");
   int old_size = existing->value("world_size", -1);
   if (old_fp != config_fingerprint) {
-    fail<InvalidInput>("'{}' holds a run with a different configuration (fingerprint {} vs {}); "
-                       "use a new directory or --overwrite (see config.ini there)",
-                       stage_dir, old_fp.substr(0, 12), config_fingerprint.substr(0, 12));
+    fail<InvalidInput>(
+        "'{}' holds a run with another configuration ({}): to keep both, give this run a "
+        "directory of its own (ingest and aggregate --name N, embed --tag T, patchgen another "
+        "--out); to replace it, --overwrite",
+        stage_dir,
+        differences.empty()
+            ? std::string("the same options: its inputs or their fingerprints differ")
+            : "this run differs in " + differences);
   }
   if (old_size != world_size) {
+    if (success_exists) {
+      fail<InvalidInput>("'{}' is complete already, made with {} ranks (this run has {}): there "
+                         "is nothing to redo, and the next stage reads it whatever its ranks; "
+                         "to make it again with {} ranks, --overwrite",
+                         stage_dir, old_size, world_size, world_size);
+    }
     fail<InvalidInput>("'{}' was run with {} ranks, this run has {}; rerun with {} ranks or "
                        "use --overwrite",
                        stage_dir, old_size, world_size, old_size);
@@ -303,8 +349,13 @@ StageState prepare_stage(Comm& comm, const std::string& stage, const std::string
       spdlog::warn("{}: starting it afresh", stale);
       state.action = StageAction::kFresh;
     } else {
+      std::string differences;
+      if (existing && existing->value("config_fingerprint", "") != config_fingerprint) {
+        const std::string old_ini = stage_file(stage_dir, kConfigFile);
+        if (path_exists(old_ini)) differences = config_differences(read_file(old_ini), config_ini);
+      }
       state.action = plan_stage(stage_dir, existing, success, config_fingerprint, comm.size(),
-                                options.overwrite);
+                                options.overwrite, differences);
     }
     if (state.action != StageAction::kFresh && options.file_locking) {
       // This job holds the directory's lock and no rank of an earlier job still runs here

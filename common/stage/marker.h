@@ -86,10 +86,16 @@ enum class StageAction {
 
 // Decides what to do with an existing stage directory (pure). `existing` is its run.json, if any.
 // Throws InvalidInput naming the directory and what differs when the configuration or world size
-// differ and `overwrite` is false.
+// differ and `overwrite` is false: `differences` (config_differences) names the options, and the
+// message says how to keep both runs (a directory of their own) or replace the old one.
 StageAction plan_stage(const std::string& stage_dir, const std::optional<nlohmann::json>& existing,
                        bool success_exists, const std::string& config_fingerprint, int world_size,
-                       bool overwrite);
+                       bool overwrite, const std::string& differences = "");
+
+// The options whose values differ between two config.ini texts (`option = value` lines; others
+// ignored), as "--index IVF4096,Flat (was Flat)", joined by ", ", in option order; an option on
+// one side only reads "(was unset)" or "(now unset)". --overwrite is left out. "" when none.
+std::string config_differences(const std::string& before, const std::string& now);
 
 struct StageState {
   StageAction action = StageAction::kFresh;

@@ -103,6 +103,36 @@ TEST(PlanStage, Decisions) {
   }
 }
 
+// Issue 28, item 12: a refusal says what differs and what to do.
+TEST(PlanStage, ARefusalNamesTheOptionsThatDifferAndWhatToDo) {
+  EXPECT_EQ(config_differences("index = Flat\nshards = 2\noverwrite = false\nname = \n",
+                               "index = IVF4096,Flat\nshards = 2\noverwrite = true\nname = \n"
+                               "seed = 1\n"),
+            "--index IVF4096,Flat (was Flat), --seed 1 (was unset)");
+  EXPECT_EQ(config_differences("a = 1\n", "a = 1\n"), "");
+  nlohmann::json run = {{"config_fingerprint", "fp"}, {"world_size", 2}};
+  try {
+    plan_stage("RUN/ingest/vit/gen-00000", run, true, "other", 2, false,
+               "--index IVF4096,Flat (was Flat)");
+    FAIL();
+  } catch (const InvalidInput& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("this run differs in --index IVF4096,Flat (was Flat)"), std::string::npos)
+        << what;
+    EXPECT_NE(what.find("--name N"), std::string::npos) << what;
+    EXPECT_NE(what.find("--overwrite"), std::string::npos) << what;
+    EXPECT_EQ(what.find("fingerprint"), std::string::npos) << what;
+  }
+  try {
+    plan_stage("RUN/patchgen", run, true, "fp", 3, false);
+    FAIL();
+  } catch (const InvalidInput& e) {
+    EXPECT_NE(std::string(e.what()).find("is complete already, made with 2 ranks"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(PrepareStage, FreshWritesRunFilesAndResumeKeepsOutputs) {
   auto dir = fs::temp_directory_path() / ("tessera_prepare_" + std::to_string(::getpid()));
   fs::remove_all(dir);

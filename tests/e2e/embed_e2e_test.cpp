@@ -201,7 +201,9 @@ TEST(EmbedE2E, RefusesIncompletePatchgenChangedModelAndBadModel) {
   EXPECT_NE(log.find("no _SUCCESS"), std::string::npos) << log;
   ASSERT_EQ(run_command(embed(1, PatchRun::raw(), "--tag same"), &log), 0) << log;
   EXPECT_EQ(run_command(embed(1, PatchRun::raw(), "--tag same --seed 5"), &log), 2) << log;
-  EXPECT_NE(log.find("different configuration"), std::string::npos) << log;
+  EXPECT_NE(log.find("another configuration (this run differs in --seed 5 (was 0))"),
+            std::string::npos)
+      << log;
   EXPECT_EQ(run_command(mpirun(1) + kEmbed + " --run " + PatchRun::raw() + " --model vit-nope", &log), 2) << log;
   EXPECT_NE(log.find("vit-nope"), std::string::npos) << log;
   EXPECT_EQ(run_command(mpirun(1) + kEmbed + " --run " + PatchRun::raw() + " --model /no/such.pt", &log), 2) << log;

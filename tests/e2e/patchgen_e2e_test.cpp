@@ -217,9 +217,9 @@ TEST(PatchgenE2E, ChangedConfigOrWorldSizeRefusedUnlessOverwrite) {
   std::string log;
   ASSERT_EQ(run_command(patchgen(1, manifest(), out), &log), 0) << log;
   EXPECT_EQ(run_command(patchgen(1, manifest(), out, "--min-tissue 0.9"), &log), 2) << log;
-  EXPECT_NE(log.find("different configuration"), std::string::npos) << log;
+  EXPECT_NE(log.find("this run differs in --min-tissue 0.9 (was 0.25)"), std::string::npos) << log;
   EXPECT_EQ(run_command(patchgen(2, manifest(), out), &log), 2) << log;
-  EXPECT_NE(log.find("1 ranks"), std::string::npos) << log;
+  EXPECT_NE(log.find("is complete already, made with 1 ranks"), std::string::npos) << log;
   ASSERT_EQ(run_command(patchgen(2, manifest(), out, "--min-tissue 0.9 --overwrite"), &log), 0) << log;
   EXPECT_TRUE(fs::exists(out + "/patchgen/_SUCCESS"));
 }

@@ -132,7 +132,7 @@ TEST(RecoveryE2E, InterruptedAndDamagedIngestOutputsAreFinishedByReruns) {
 
   // Case 14: the append is killed (slide b, part 1's only slide, goes to shard 1, rank 1's);
   // status's next command spells the default tag and name out, and must resume it (it failed
-  // with "different configuration").
+  // with "another configuration").
   EXPECT_NE(run_command(ingest(2, "--append --debug-kill-rank 1 --debug-kill-after 1"), &log), 0)
       << log;
   ASSERT_FALSE(fs::exists(index_dir() + "/gen-00001/_SUCCESS"));
