@@ -109,7 +109,7 @@ json run_ingest(const Options& o, const std::string& run, const std::string& nam
 }
 
 json run_query(const Options& o, const std::string& run, const std::string& name,
-               const std::string& vectors, int queries, int ranks, bool single,
+               const std::string& vectors, int queries, int ranks, bool single, int rerank,
                const std::vector<int64_t>& exact, const std::string& scratch,
                const std::string& log) {
   const int threads = std::max(1, o.threads / ranks);
@@ -117,9 +117,9 @@ json run_query(const Options& o, const std::string& run, const std::string& name
   const std::string command =
       launcher(o, ranks) +
       fmt::format("{}/stages/query/query --index {} --vectors {} --k {} --threads {} "
-                  "--format json --output {}{}",
+                  "--format json --rerank {} --output {}{}",
                   o.bin_dir, quoted((fs::path(run) / "ingest" / name).string()), quoted(vectors),
-                  o.k, threads, quoted(result), single ? " --batch-size 1" : "");
+                  o.k, threads, rerank, quoted(result), single ? " --batch-size 1" : "");
   const double wall = run_command(command, log);
   const json r = read_json_or_fail(result);
   fs::remove(result);
@@ -129,12 +129,15 @@ json run_query(const Options& o, const std::string& run, const std::string& name
   }
   const json& t = r.at("timing");
   const double recall = recall_at_k(hits, exact, queries, o.k);
-  spdlog::info("query {} np {} {}: recall@{} {:.4f}, qps {:.1f}, p50 {:.3f} ms, p99 {:.3f} ms",
-               name, ranks, single ? "single" : "batched", o.k, recall, t.at("qps").get<double>(),
+  spdlog::info("query {} np {} {} rerank {}: recall@{} {:.4f}, qps {:.1f}, p50 {:.3f} ms, p99 "
+               "{:.3f} ms",
+               name, ranks, single ? "single" : "batched", rerank, o.k, recall,
+               t.at("qps").get<double>(),
                t.at("latency_ms").at("p50").get<double>(), t.at("latency_ms").at("p99").get<double>());
   return {{"ranks", ranks},
           {"threads_per_rank", threads},
           {"mode", single ? "single (--batch-size 1)" : "batched (all queries per call)"},
+          {"rerank", rerank},
           {"queries", queries},
           {"wall_s", wall},
           {"recall_at_k", recall},

@@ -23,11 +23,12 @@ double run_command(const std::string& command, const std::string& log);
 nlohmann::json run_ingest(const Options& o, const std::string& run, const std::string& name,
                           const std::string& spec, int shards, int ranks, const std::string& log);
 
-// `query --index RUN/ingest/NAME --vectors FILE --format json` on `ranks` ranks, batched or one
-// query per call (`single`): wall time, recall@k against `exact` (q x k), QPS and latency.
-// `scratch` holds its result file meanwhile.
+// `query --index RUN/ingest/NAME --vectors FILE --format json --rerank R` on `ranks` ranks,
+// batched or one query per call (`single`): wall time, recall@k against `exact` (q x k), QPS and
+// latency. `scratch` holds its result file meanwhile.
 nlohmann::json run_query(const Options& o, const std::string& run, const std::string& name,
                          const std::string& vectors, int queries, int ranks, bool single,
+                         int rerank,
                          const std::vector<int64_t>& exact, const std::string& scratch,
                          const std::string& log);
 

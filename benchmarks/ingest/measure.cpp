@@ -136,10 +136,12 @@ void measure_query(const Options& o, const Mixture& mixture, const Rows& rows,
       json entry = {{"index", spec}, {"shards", shards}, {"default_nprobe", build["default_nprobe"]},
                     {"shard_index_xxh3", build["shard_index_xxh3"]}, {"runs", json::array()}};
       for (int ranks : o.ranks) {
-        entry["runs"].push_back(run_query(o, run, name, batched_file, o.queries, ranks, false,
-                                          exact, scratch, log));
-        entry["runs"].push_back(run_query(o, run, name, single_file, o.single_queries, ranks,
-                                          true, exact, scratch, log));
+        for (int rerank : o.query_reranks) {
+          entry["runs"].push_back(run_query(o, run, name, batched_file, o.queries, ranks, false,
+                                            rerank, exact, scratch, log));
+          entry["runs"].push_back(run_query(o, run, name, single_file, o.single_queries, ranks,
+                                            true, rerank, exact, scratch, log));
+        }
       }
       if (!o.keep) remove_tree((fs::path(run) / "ingest" / name).string());
       section["query"]["results"].push_back(entry);

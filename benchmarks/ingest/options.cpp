@@ -57,6 +57,9 @@ po::options_description bench_options() {
       ("query-indexes", po::value<std::string>()->default_value("Flat;IVF1024,Flat"),
        "index specs of the query part, separated by ';'")
       ("query-shards", po::value<std::string>()->default_value("1,4,8"), "K of the query part")
+      ("query-reranks", po::value<std::string>()->default_value("4"),
+       "query --rerank values measured (compressed indexes re-rank R x k candidates exactly; 0: "
+       "off), separated by ','")
       ("queries", po::value<int>()->default_value(1000), "query vectors (batched runs)")
       ("single-queries", po::value<int>()->default_value(100),
        "queries of the one-by-one runs (--batch-size 1; the first ones of the batched set)")
@@ -102,6 +105,7 @@ Options options_from(const po::variables_map& v) {
   o.keep = v["keep"].as<bool>();
   o.query_indexes = split_list<std::string>(v["query-indexes"].as<std::string>(), ';');
   o.query_shards = split_list<int>(v["query-shards"].as<std::string>(), ',');
+  o.query_reranks = split_list<int>(v["query-reranks"].as<std::string>(), ',');
   o.queries = v["queries"].as<int>();
   o.single_queries = std::min(v["single-queries"].as<int>(), o.queries);
   o.query_noise = v["query-noise"].as<double>();

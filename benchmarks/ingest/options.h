@@ -34,6 +34,7 @@ struct Options {
   bool skip_query = false;
   std::vector<std::string> query_indexes;
   std::vector<int> query_shards;
+  std::vector<int> query_reranks;  // query --rerank values, each run of the query part
   int queries = 0;
   int single_queries = 0;
   double query_noise = 0;
