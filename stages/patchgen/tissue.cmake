@@ -10,7 +10,8 @@ target_link_libraries(tessera_tissue
 
 if(TESSERA_BUILD_TESTS)
   add_serial_test(tissue_test
-    SOURCES ${CMAKE_CURRENT_LIST_DIR}/tissue_test.cpp ${CMAKE_CURRENT_LIST_DIR}/qc_test.cpp
+    SOURCES ${CMAKE_CURRENT_LIST_DIR}/tissue_test.cpp ${CMAKE_CURRENT_LIST_DIR}/tissue_mask_test.cpp
+            ${CMAKE_CURRENT_LIST_DIR}/qc_test.cpp
     LIBS tessera_tissue tessera_synthslide opencv_core opencv_imgproc PkgConfig::TIFF
          GTest::gtest)
 endif()
