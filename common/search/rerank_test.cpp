@@ -44,6 +44,11 @@ class Rerank : public ::testing::Test {
                                                                "PQ16x4", "--normalize"}),
                           comm),
               0);
+    // The same codes over the vectors as stored, by squared L2.
+    ASSERT_EQ(ingest::run(inprocess::ingest_config(run, "pq-l2", {"--shards", "3", "--index",
+                                                                  "PQ16x4", "--metric", "l2"}),
+                          comm),
+              0);
     // Every stored vector, normalised as ingest added it: the queries and the ground truth.
     const h5::File f = h5::File::open(embeddings_path(run + "/embed/vit-tiny"), h5::Mode::kRead);
     ids_ = new std::vector<int64_t>(f.open_dataset(embedding_names::kPatchId).read_all<int64_t>());
@@ -51,9 +56,11 @@ class Rerank : public ::testing::Test {
     dim_ = static_cast<int>(values.dims().at(1));
     vectors_ = new std::vector<float>(ids_->size() * dim_);
     values.read_rows_as_floats(vectors_->data(), 0, ids_->size());
+    raw_ = new std::vector<float>(*vectors_);
     l2_normalize(vectors_->data(), static_cast<int64_t>(ids_->size()), dim_);
   }
   static void TearDownTestSuite() {
+    delete raw_;
     delete vectors_;
     delete ids_;
     delete dir_;
@@ -108,12 +115,14 @@ class Rerank : public ::testing::Test {
   static ScratchDir* dir_;
   static std::vector<int64_t>* ids_;
   static std::vector<float>* vectors_;
+  static std::vector<float>* raw_;  // as stored, not normalised
   static int dim_;
 };
 
 ScratchDir* Rerank::dir_ = nullptr;
 std::vector<int64_t>* Rerank::ids_ = nullptr;
 std::vector<float>* Rerank::vectors_ = nullptr;
+std::vector<float>* Rerank::raw_ = nullptr;
 int Rerank::dim_ = 0;
 
 TEST_F(Rerank, RerankedHitsAreTheExactOnesWhereThePqScoresAloneAreNot) {
@@ -134,6 +143,34 @@ TEST_F(Rerank, RerankedHitsAreTheExactOnesWhereThePqScoresAloneAreNot) {
   EXPECT_LT(recall(approximate, truth), 1.0) << "the PQ codes alone order these rows exactly: the "
                                                 "test shows nothing";
   EXPECT_EQ(recall(ids_of(reranked), truth), 1.0);
+}
+
+// Without --normalize and by squared L2: the stored vectors as they are, the smallest first.
+TEST_F(Rerank, RerankedL2HitsAreTheExactOnes) {
+  Ids truth;
+  for (int64_t q = 0; q < rows(); ++q) {
+    std::vector<std::pair<double, int64_t>> scored;
+    for (int64_t i = 0; i < rows(); ++i) {
+      double d2 = 0;
+      for (int d = 0; d < dim_; ++d) {
+        const double e = double{(*raw_)[q * dim_ + d]} - (*raw_)[i * dim_ + d];
+        d2 += e * e;
+      }
+      scored.emplace_back(d2, (*ids_)[i]);
+    }
+    std::sort(scored.begin(), scored.end());
+    auto& list = truth.emplace_back();
+    for (int j = 0; j < kK; ++j) list.push_back(scored[j].second);
+  }
+  const Catalog catalog = load_catalog(*dir_ / "run/ingest/pq-l2");
+  SearchParams params;
+  params.k = kK;
+  const auto search = [&](int rerank) {
+    const ShardSet set(catalog, {0, 1, 2}, true, VerifyLevel::kCheap, std::nullopt, rerank);
+    return ids_of(set.search(raw_->data(), rows(), {}, params));
+  };
+  EXPECT_EQ(search(8), truth);
+  EXPECT_LT(recall(search(0), truth), 1.0);
 }
 
 TEST_F(Rerank, ReadsEachStoredVectorOnceAsStoredAndCountsIt) {
