@@ -6,12 +6,19 @@
 # a slide, by slide vector and by mosaic voting. The built-in model has random weights: the hits
 # are alike because the tissue classes look different, not because the model knows pathology.
 # The stages run quietly (their log goes to DEMO_DIR/demo.log); the results follow as a summary.
-# Usage: launchers/demo.sh [--no-build] [DEMO_DIR]   (default: demo-run)
+# Usage: launchers/demo.sh [--no-build] [--model NAME] [DEMO_DIR]   (default: demo-run)
 #   --no-build   use the build as it is (no package check, no cmake): for tests
+#   --model NAME another built-in model than vit-s16 (tests take the smaller vit-tiny)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-build_it=1
-if [[ "${1:-}" == --no-build ]]; then build_it=0; shift; fi
+build_it=1 model=vit-s16
+while [[ "${1:-}" == --* ]]; do
+  case "$1" in
+    --no-build) build_it=0; shift ;;
+    --model) model="${2:?--model needs a built-in model name}"; shift 2 ;;
+    *) echo "demo.sh: unknown option $1 (see the header of $0)" >&2; exit 2 ;;
+  esac
+done
 demo="$(realpath -m "${1:-$root/demo-run}")"
 build="$root/build"
 if ((build_it)); then
@@ -50,16 +57,16 @@ if [[ ! -f "$demo/cohort/manifest.csv" ]]; then
 fi
 # patchgen, embed and ingest with 2 ranks of 1 thread each (launchers/chain.sh). The index has two
 # shards, each rank building one; cosine similarity over unit-length vectors.
-step "patchgen, embed (vit-s16), ingest: 2 ranks each" "$root/launchers/chain.sh" --build "$build" \
-  --run "$demo/run" --manifest "$demo/cohort/manifest.csv" --model vit-s16 --ranks 2 --threads 1 \
+step "patchgen, embed ($model), ingest: 2 ranks each" "$root/launchers/chain.sh" --build "$build" \
+  --run "$demo/run" --manifest "$demo/cohort/manifest.csv" --model "$model" --ranks 2 --threads 1 \
   --patchgen-args "${quiet[*]}" --embed-args "--precision fp32 --batch-size 16 ${quiet[*]}" \
   --ingest-args "--shards 2 --normalize ${quiet[*]}"
-# Slide vectors (mean of each slide's patch features; TRIDENT's slide_features_mean-vit-s16/) and
+# Slide vectors (mean of each slide's patch features; TRIDENT's slide_features_mean-$model/) and
 # a slide index of them.
 slide_vectors() {
-  mpirun -np 2 --bind-to none "$build/stages/aggregate/aggregate" --run "$demo/run" --tag vit-s16 \
+  mpirun -np 2 --bind-to none "$build/stages/aggregate/aggregate" --run "$demo/run" --tag "$model" \
     "${quiet[@]}"
-  "$build/stages/ingest/ingest" --run "$demo/run" --level slide --slides mean-vit-s16 --normalize \
+  "$build/stages/ingest/ingest" --run "$demo/run" --level slide --slides "mean-$model" --normalize \
     "${quiet[@]}"
 }
 step "aggregate (slide means), slide index" slide_vectors
@@ -68,16 +75,16 @@ step "aggregate (slide means), slide index" slide_vectors
 # the other patients' slides: the diagnosis column shows where they come from (the class under
 # every patch is in the class masks, cohort/slides/*.classes.png).
 section "Patches most like S0001 at (1300, 870), a stroma region, from other patients"
-"$build/stages/query/query" --index "$demo/run/ingest/vit-s16" --slide S0001 --x 1300 --y 870 \
+"$build/stages/query/query" --index "$demo/run/ingest/$model" --slide S0001 --x 1300 --y 870 \
   -k 8 --exclude-same-patient --mosaic "$demo/query-mosaic.png" "${quiet[@]}"
 echo "(their mosaic: $demo/query-mosaic.png)"
 # The slides nearest S0001 from other patients: by slide vector, then by the votes of a mosaic of
 # S0001's patches searched over the patch index (Yottixel).
 section "Slides most like S0001 (other patients), by slide vector"
-"$build/stages/query/query" --index "$demo/run/ingest/mean-vit-s16" --similar-slide S0001 -k 4 \
+"$build/stages/query/query" --index "$demo/run/ingest/mean-$model" --similar-slide S0001 -k 4 \
   --exclude-same-patient "${quiet[@]}"
 section "Slides and patients most like S0001 (other patients), by mosaic voting"
-"$build/stages/query/query" --index "$demo/run/ingest/vit-s16" --slide S0001 --mosaic-vote -k 4 \
+"$build/stages/query/query" --index "$demo/run/ingest/$model" --slide S0001 --mosaic-vote -k 4 \
   --exclude-same-patient "${quiet[@]}"
 
 section "The run"
@@ -90,16 +97,16 @@ print(f"\npatchgen: {s['patches']} patches from {s['slides_ok']} slides"
 PY
 cat <<EOF
 QC images:     $demo/run/patchgen/qc/
-embeddings:    $demo/run/embed/vit-s16/embeddings.h5 (per slide: features/)
-patch index:   $demo/run/ingest/vit-s16/catalog.json
-slide vectors: $demo/run/slides/mean-vit-s16/slides.h5
+embeddings:    $demo/run/embed/$model/embeddings.h5 (per slide: features/)
+patch index:   $demo/run/ingest/$model/catalog.json
+slide vectors: $demo/run/slides/mean-$model/slides.h5
 ground truth:  $demo/cohort/truth.csv (each slide's share of every tissue class)
 stage logs:    $log
 
-NOTE: vit-s16 is a built-in model with random weights. Its hits are alike because the synthetic
+NOTE: $model is a built-in model with random weights. Its hits are alike because the synthetic
 tissue classes look different, not because it knows pathology; use a real model for science
 (docs/operations.md, "Models").
 
 Serve the index with its slide viewer, then open http://127.0.0.1:8470/ in a browser:
-  $root/launchers/serve.sh $demo/run vit-s16 --build $build
+  $root/launchers/serve.sh $demo/run $model --build $build
 EOF
