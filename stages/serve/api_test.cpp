@@ -1,5 +1,5 @@
 // Request parsing and the checks that need no index; every route against an index is tested in
-// tests/inprocess/serve_api_test.cpp (Api::handle route by route on a tiny index) and
+// stages/serve/api_handle_test.cpp (Api::handle route by route on a tiny index) and
 // tests/e2e/serve_e2e_test.cpp (the e2e cohort, in process and over loopback).
 #include "stages/serve/api.h"
 
