@@ -18,7 +18,7 @@ namespace tessera::serve {
 
 using Clock = std::chrono::steady_clock;
 
-Api::Api(std::shared_ptr<const Front> front, Batcher& batcher, Metrics& metrics,
+Api::Api(std::shared_ptr<const GenerationView> front, Batcher& batcher, Metrics& metrics,
          const Config& config, std::map<std::string, std::string> files, std::string token,
          int ranks, std::shared_ptr<const SlideIndexes> slide_indexes)
     : front_(std::move(front)),
@@ -32,13 +32,13 @@ Api::Api(std::shared_ptr<const Front> front, Batcher& batcher, Metrics& metrics,
       slide_indexes_(slide_indexes ? std::move(slide_indexes)
                                    : std::make_shared<const SlideIndexes>()) {}
 
-void Api::set_front(std::shared_ptr<const Front> front) {
+void Api::set_front(std::shared_ptr<const GenerationView> front) {
   std::lock_guard<std::mutex> lock(front_mutex_);
   front_ = std::move(front);
   tiles_.clear();
 }
 
-std::shared_ptr<const Front> Api::front() const {
+std::shared_ptr<const GenerationView> Api::front() const {
   std::lock_guard<std::mutex> lock(front_mutex_);
   return front_;
 }
@@ -75,7 +75,7 @@ Response Api::handle(const Request& request) {
 }
 
 Response Api::route(const Request& request, const std::string& path, std::string& name) {
-  const std::shared_ptr<const Front> front = this->front();
+  const std::shared_ptr<const GenerationView> front = this->front();
   const bool get = request.method == "GET" || request.method == "HEAD";
   const bool post = request.method == "POST";
   auto method_not_allowed = [&] {

@@ -35,7 +35,7 @@
 
 #include "stages/serve/batcher.h"
 #include "stages/serve/config.h"
-#include "stages/serve/front.h"
+#include "stages/serve/generation_view.h"
 #include "stages/serve/lru_cache.h"
 #include "stages/serve/metrics.h"
 #include "stages/serve/slide_indexes.h"
@@ -124,8 +124,8 @@ class Api {
   // "/vendor/openseadragon/openseadragon.min.js", ...); "/" serves "/index.html". `token` empty:
   // no authentication. `slide_indexes`: the slide- and patient-level indexes served (none when
   // null).
-  Api(std::shared_ptr<const Front> front, Batcher& batcher, Metrics& metrics, const Config& config,
-      std::map<std::string, std::string> files, std::string token, int ranks,
+  Api(std::shared_ptr<const GenerationView> front, Batcher& batcher, Metrics& metrics,
+      const Config& config, std::map<std::string, std::string> files, std::string token, int ranks,
       std::shared_ptr<const SlideIndexes> slide_indexes = nullptr);
 
   // Answers one request. Thread-safe; never throws.
@@ -135,8 +135,8 @@ class Api {
   void count_edge_answer(int status) { metrics_.request("edge", status, 0.0); }
 
   // Swaps in a new generation; requests already running finish with the one they started with.
-  void set_front(std::shared_ptr<const Front> front);
-  std::shared_ptr<const Front> front() const;
+  void set_front(std::shared_ptr<const GenerationView> front);
+  std::shared_ptr<const GenerationView> front() const;
 
   // Reads every file under `dir` into the map Api takes (paths relative to dir, with a leading
   // '/'). Throws IoError naming the directory when it has no index.html.
@@ -144,31 +144,31 @@ class Api {
 
  private:
   Response route(const Request& request, const std::string& path, std::string& name);
-  Response info(const Front& front);
-  Response slides(const Front& front, const Request& request);
-  Response search(const Front& front, const Request& request);
-  Response heatmap(const Front& front, const Request& request);
+  Response info(const GenerationView& front);
+  Response slides(const GenerationView& front, const Request& request);
+  Response search(const GenerationView& front, const Request& request);
+  Response heatmap(const GenerationView& front, const Request& request);
   // slide_api.cpp: similar slides or patients (`level`) over a slide index, and mosaic voting
   // over the resident patch index (its searches go through the batcher's collective rounds).
-  Response similar(const Front& front, const Request& request, const std::string& level);
-  Response mosaic_vote(const Front& front, const Request& request);
-  // Submits `jobs` to the rounds, stamped `generation` (that of the Front the request resolved its
-  // query against: they are searched in that generation or not at all), and waits for all of
-  // their hits (at most the request timeout). Throws InvalidInput for a search every rank
+  Response similar(const GenerationView& front, const Request& request, const std::string& level);
+  Response mosaic_vote(const GenerationView& front, const Request& request);
+  // Submits `jobs` to the rounds, stamped `generation` (that of the GenerationView the request
+  // resolved its query against: they are searched in that generation or not at all), and waits for
+  // all of their hits (at most the request timeout). Throws InvalidInput for a search every rank
   // refused, Unavailable (503) otherwise (also when that generation was replaced meanwhile).
   std::vector<std::vector<search::Hit>> run_jobs(std::vector<SearchJob> jobs, int generation);
-  Response patch(const Front& front, const std::string& id);
-  Response slide_resource(const Front& front, const std::string& rest, std::string& name);
+  Response patch(const GenerationView& front, const std::string& id);
+  Response slide_resource(const GenerationView& front, const std::string& rest, std::string& name);
   // The query vector of `spec` (normalised as the catalog says), and the slide of its stored
   // patch (-1 for a vector or an image). Throws InvalidInput (400) / NotFound (404).
-  std::pair<std::vector<float>, nlohmann::json> resolve(const Front& front, const QuerySpec& spec,
-                                                        int32_t* slide);
+  std::pair<std::vector<float>, nlohmann::json> resolve(const GenerationView& front,
+                                                        const QuerySpec& spec, int32_t* slide);
   // api_access.cpp: the bearer token or the page's cookie, and the page's file at `path`.
   bool authorized(const Request& request) const;
   Response static_file(const std::string& path) const;
 
   mutable std::mutex front_mutex_;
-  std::shared_ptr<const Front> front_;
+  std::shared_ptr<const GenerationView> front_;
   Batcher& batcher_;
   Metrics& metrics_;
   Config config_;

@@ -19,7 +19,7 @@
 #include "common/store/index.h"
 #include "stages/serve/api.h"
 #include "stages/serve/batcher.h"
-#include "stages/serve/front.h"
+#include "stages/serve/generation_view.h"
 #include "stages/serve/metrics.h"
 #include "tests/inprocess/pipeline.h"
 #include "tests/inprocess/support.h"
@@ -41,7 +41,8 @@ class Service {
     config_.threads = 1;
     config_.limits.max_body_bytes = kMaxBody;
     api_ = std::make_unique<serve::Api>(
-        std::make_shared<const serve::Front>(shards_.catalog(), shards_.slides(), shards_.rows(), 0),
+        std::make_shared<const serve::GenerationView>(shards_.catalog(), shards_.slides(),
+                                                      shards_.rows(), 0),
         batcher_, metrics_, config_,
         std::map<std::string, std::string>{{"/index.html", "<html>page</html>"},
                                            {"/app.js", "let x = 1;"}},

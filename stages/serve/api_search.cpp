@@ -1,5 +1,5 @@
 // Api's patch-level search routes (api.h): info, the slide list, search and heatmap, the query
-// resolved against the resident Front and searched in the batcher's collective rounds.
+// resolved against the resident GenerationView and searched in the batcher's collective rounds.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -23,7 +23,7 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-json slide_json(const Front& front, size_t s) {
+json slide_json(const GenerationView& front, size_t s) {
   const VectorSlideTable& t = front.slides();
   json j = {{"slide_id", t.slide_id[s]},
             {"patient_id", t.patient_id[s]},
@@ -46,7 +46,7 @@ json slide_json(const Front& front, size_t s) {
 
 }  // namespace
 
-Response Api::info(const Front& front) {
+Response Api::info(const GenerationView& front) {
   const Catalog& c = front.catalog();
   return json_response({{"index", c.dir},
                         {"tag", c.tag},
@@ -80,7 +80,7 @@ Response Api::info(const Front& front) {
                         {"git_revision", git_revision()}});
 }
 
-Response Api::slides(const Front& front, const Request& request) {
+Response Api::slides(const GenerationView& front, const Request& request) {
   const VectorSlideTable& t = front.slides();
   const std::string q = request.param("q");
   const std::string filter_text = request.param("filter");
@@ -124,7 +124,7 @@ Response Api::slides(const Front& front, const Request& request) {
   return json_response({{"slides", list}, {"count", list.size()}, {"total", t.size()}});
 }
 
-std::pair<std::vector<float>, json> Api::resolve(const Front& front, const QuerySpec& spec,
+std::pair<std::vector<float>, json> Api::resolve(const GenerationView& front, const QuerySpec& spec,
                                                  int32_t* slide) {
   const Catalog& c = front.catalog();
   std::vector<float> v;
@@ -221,7 +221,7 @@ std::vector<std::vector<search::Hit>> Api::run_jobs(std::vector<SearchJob> jobs,
   return hits;
 }
 
-Response Api::search(const Front& front, const Request& request) {
+Response Api::search(const GenerationView& front, const Request& request) {
   const auto start = Clock::now();
   const QuerySpec spec = parse_query(request.body, config_.limits);
   if (!spec.filter.empty()) search::Filter::parse(spec.filter, front.columns());  // 400 early
@@ -255,7 +255,7 @@ Response Api::search(const Front& front, const Request& request) {
        {"latency_ms", 1000 * std::chrono::duration<double>(Clock::now() - start).count()}});
 }
 
-Response Api::heatmap(const Front& front, const Request& request) {
+Response Api::heatmap(const GenerationView& front, const Request& request) {
   json body = parse_body(request.body);
   if (!body.contains("target") || !body["target"].is_string()) {
     fail<InvalidInput>("give 'target': the slide to score, and a query as for search");

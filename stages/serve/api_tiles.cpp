@@ -42,7 +42,7 @@ std::optional<int64_t> parse_id(const std::string& text) {
 
 }  // namespace
 
-Response Api::patch(const Front& front, const std::string& id) {
+Response Api::patch(const GenerationView& front, const std::string& id) {
   const auto patch_id = parse_id(id);
   if (!patch_id) fail<InvalidInput>("'{}' is not a patch id", id);
   const std::string key = fmt::format("p/{}/{}", front.generation(), *patch_id);
@@ -60,7 +60,8 @@ Response Api::patch(const Front& front, const std::string& id) {
   return jpeg_response(bytes);
 }
 
-Response Api::slide_resource(const Front& front, const std::string& rest, std::string& name) {
+Response Api::slide_resource(const GenerationView& front, const std::string& rest,
+                             std::string& name) {
   std::string id;
   int level = -1;
   int64_t col = -1, row = -1;

@@ -33,7 +33,7 @@ class Batcher {
   // round. Throws Error ("the service is stopping") after refuse() or close().
   std::future<std::vector<search::Hit>> submit(SearchJob job);
   // The same, stamped `generation`: the generation of the index its request resolved the query
-  // against (Front::generation), so that it is searched in that generation or not at all.
+  // against (GenerationView::generation), so that it is searched in that generation or not at all.
   std::future<std::vector<search::Hit>> submit(SearchJob job, int generation);
 
   // The stamp of later submits. Jobs queued in submit order carry ascending stamps.

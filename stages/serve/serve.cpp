@@ -18,7 +18,7 @@
 #include "common/vector/vector_index.h"
 #include "stages/serve/api.h"
 #include "stages/serve/batcher.h"
-#include "stages/serve/front.h"
+#include "stages/serve/generation_view.h"
 #include "stages/serve/http_server.h"
 #include "stages/serve/metrics.h"
 #include "stages/serve/registry.h"
@@ -150,7 +150,7 @@ int run(const Config& config, Comm& comm, Controls& controls) {
   std::unique_ptr<Api> api;
   std::unique_ptr<HttpServer> server;
   std::unique_ptr<Registration> registration;
-  std::shared_ptr<const Front> front;  // rank 0: the generation requests get
+  std::shared_ptr<const GenerationView> front;  // rank 0: the generation requests get
   decided_by_root(comm, [&] {
     const std::string token = config.token_file.empty() ? "" : read_token(config.token_file);
     std::map<std::string, std::string> files;
@@ -162,7 +162,7 @@ int run(const Config& config, Comm& comm, Controls& controls) {
       if (!config.web_dir.empty()) fail<InvalidInput>("invalid --web-dir: {}", e.what());
       spdlog::warn("no web page: {}; the API is served alone", e.what());
     }
-    front = std::make_shared<const Front>(shards->catalog(), shards->slides(), rows, 0);
+    front = std::make_shared<const GenerationView>(shards->catalog(), shards->slides(), rows, 0);
     auto slide_indexes = std::make_shared<const SlideIndexes>(
         SlideIndexes::load(config.slide_index, shards->catalog()));
     api = std::make_unique<Api>(front, batcher, metrics, config, std::move(files), token,
@@ -200,14 +200,15 @@ int run(const Config& config, Comm& comm, Controls& controls) {
   // A generation is swapped in in three steps, so that every search is answered by the generation
   // its request resolved the query against (the one its answer names, stamped on its jobs): every
   // rank loads it into `next` beside `shards` (a kReload command); rank 0 then hands it to new
-  // requests (a new Front), and its rounds search `next` (kSearchNext) while the old generation's
-  // rounds still search `shards`; once no request holds the old Front and none of its searches is
-  // queued, the next kReload swaps `next` in and releases the old shards.
+  // requests (a new GenerationView), and its rounds search `next` (kSearchNext) while the old
+  // generation's rounds still search `shards`; once no request holds the old GenerationView and
+  // none of its searches is queued, the next kReload swaps `next` in and releases the old shards.
   std::unique_ptr<RankShards> next;
-  std::shared_ptr<const Front> next_front;  // rank 0: `next`'s, until the flip
-  std::weak_ptr<const Front> old_front;     // rank 0: after the flip, the generation being left
-  int active = 0;                           // rank 0: the generation `shards` holds
-  bool flipped = false;                     // rank 0: requests get `next`'s generation
+  std::shared_ptr<const GenerationView> next_front;  // rank 0: `next`'s, until the flip
+  // rank 0: after the flip, the generation being left.
+  std::weak_ptr<const GenerationView> old_front;
+  int active = 0;        // rank 0: the generation `shards` holds
+  bool flipped = false;  // rank 0: requests get `next`'s generation
   std::string stamp = comm.rank() == 0 ? catalog_stamp(config.index) : "";
   auto polled = Clock::now();
   const auto tick = std::chrono::duration<double>(config.tick_ms / 1000.0);
@@ -242,7 +243,8 @@ int run(const Config& config, Comm& comm, Controls& controls) {
         command.kind = CommandKind::kReload;  // the load
       } else {
         // A search of a generation no longer resident (none is expected: the old shards stay
-        // while a request holds the old Front) is refused (503), never answered from another.
+        // while a request holds the old GenerationView) is refused (503), never answered from
+        // another.
         batcher.fail_older(active);
         pending = batcher.take(idle, tick, static_cast<size_t>(config.limits.max_batch));
         if (pending.empty()) continue;
@@ -278,8 +280,8 @@ int run(const Config& config, Comm& comm, Controls& controls) {
       if (load_next(config, comm, next)) {
         const int64_t next_rows = comm.allreduce_sum(next->rows());
         if (comm.rank() == 0) {
-          next_front = std::make_shared<const Front>(next->catalog(), next->slides(), next_rows,
-                                                     active + 1);
+          next_front = std::make_shared<const GenerationView>(next->catalog(), next->slides(),
+                                                              next_rows, active + 1);
         }
       }
       stamp = next_stamp;

@@ -26,7 +26,8 @@ double elapsed_ms(Clock::time_point start) {
 
 }  // namespace
 
-Response Api::similar(const Front& front, const Request& request, const std::string& level) {
+Response Api::similar(const GenerationView& front, const Request& request,
+                      const std::string& level) {
   const auto start = Clock::now();
   const SimilarSpec spec =
       parse_similar(request.body, level == "slide" ? "slide_id" : "patient_id", config_.limits);
@@ -52,7 +53,7 @@ Response Api::similar(const Front& front, const Request& request, const std::str
   return {200, "application/json", j.dump(), {}};
 }
 
-Response Api::mosaic_vote(const Front& front, const Request& request) {
+Response Api::mosaic_vote(const GenerationView& front, const Request& request) {
   const auto start = Clock::now();
   const VoteSpec spec = parse_vote(request.body, config_.limits);
   if (!spec.filter.empty()) search::Filter::parse(spec.filter, front.columns());  // 400 early

@@ -27,13 +27,13 @@ class Slide;
 
 namespace tessera::serve {
 
-class Front {
+class GenerationView {
  public:
   // `generation` numbers the loads of this service (0 first, +1 per reload).
-  Front(Catalog catalog, VectorSlideTable slides, int64_t rows, int generation);
-  ~Front();
-  Front(const Front&) = delete;
-  Front& operator=(const Front&) = delete;
+  GenerationView(Catalog catalog, VectorSlideTable slides, int64_t rows, int generation);
+  ~GenerationView();
+  GenerationView(const GenerationView&) = delete;
+  GenerationView& operator=(const GenerationView&) = delete;
 
   const Catalog& catalog() const { return catalog_; }
   const VectorSlideTable& slides() const { return slides_; }

@@ -1,4 +1,4 @@
-#include "stages/serve/front.h"
+#include "stages/serve/generation_view.h"
 
 #include "common/core/error.h"
 #include "common/slide/slide.h"
@@ -8,7 +8,8 @@
 
 namespace tessera::serve {
 
-Front::Front(Catalog catalog, VectorSlideTable slides, int64_t rows, int generation)
+GenerationView::GenerationView(Catalog catalog, VectorSlideTable slides, int64_t rows,
+                               int generation)
     : catalog_(std::move(catalog)),
       slides_(std::move(slides)),
       columns_(search::filter_columns(slides_)),
@@ -25,45 +26,45 @@ Front::Front(Catalog catalog, VectorSlideTable slides, int64_t rows, int generat
   lookup_ = std::make_unique<search::PatchLookup>(catalog_);
 }
 
-Front::~Front() = default;
+GenerationView::~GenerationView() = default;
 
-std::optional<int32_t> Front::slide_index(const std::string& slide_id) const {
+std::optional<int32_t> GenerationView::slide_index(const std::string& slide_id) const {
   const auto it = by_id_.find(slide_id);
   if (it == by_id_.end()) return std::nullopt;
   return it->second;
 }
 
-std::optional<search::StoredPatch> Front::find(int64_t patch_id) const {
+std::optional<search::StoredPatch> GenerationView::find(int64_t patch_id) const {
   std::lock_guard<std::mutex> lock(lookup_mutex_);
   return lookup_->find(patch_id);
 }
 
-search::StoredPatch Front::nearest(int32_t slide, int64_t x, int64_t y) const {
+search::StoredPatch GenerationView::nearest(int32_t slide, int64_t x, int64_t y) const {
   std::lock_guard<std::mutex> lock(lookup_mutex_);
   return lookup_->nearest(slide, x, y);
 }
 
-std::vector<float> Front::embedding(const search::StoredPatch& patch) const {
+std::vector<float> GenerationView::embedding(const search::StoredPatch& patch) const {
   std::lock_guard<std::mutex> lock(lookup_mutex_);
   return lookup_->embedding(patch);
 }
 
-Image8 Front::pixels(const search::StoredPatch& patch, std::string* why) const {
+Image8 GenerationView::pixels(const search::StoredPatch& patch, std::string* why) const {
   std::lock_guard<std::mutex> lock(lookup_mutex_);
   return lookup_->pixels(patch, why);
 }
 
-search::SlidePatches Front::slide_patches(int32_t slide) const {
+search::SlidePatches GenerationView::slide_patches(int32_t slide) const {
   std::lock_guard<std::mutex> lock(lookup_mutex_);
   return lookup_->slide_patches(slide);
 }
 
-SlideFeatures Front::mosaic_features(const std::string& slide_id) const {
+SlideFeatures GenerationView::mosaic_features(const std::string& slide_id) const {
   std::lock_guard<std::mutex> lock(lookup_mutex_);
   return search::read_mosaic_features(catalog_, slide_id);
 }
 
-std::shared_ptr<const Slide> Front::slide(int32_t s) const {
+std::shared_ptr<const Slide> GenerationView::slide(int32_t s) const {
   {
     std::lock_guard<std::mutex> lock(slides_mutex_);
     for (auto it = open_.begin(); it != open_.end(); ++it) {
