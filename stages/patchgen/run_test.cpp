@@ -73,7 +73,8 @@ TEST_F(PatchgenRun, ACompleteRunIsKeptAndAnotherRankCountIsRefusedOnEveryRank) {
   EXPECT_EQ(file_bytes(run + "/patchgen/_SUCCESS"), success) << "a complete run was redone";
   // Rank 0 refuses for all: every rank throws the same InvalidInput, none is merely released.
   const auto outcomes = run_stage_ranks(3, patchgen::run, config(run));
-  expect_job_failed<InvalidInput>(outcomes, kExitBadInput, "was run with 2 ranks");
+  expect_job_failed<InvalidInput>(outcomes, kExitBadInput,
+                                  "is complete already, made with 2 ranks (this run has 3)");
   for (const auto& o : outcomes) EXPECT_FALSE(threw<CommAborted>(o)) << describe(outcomes);
 }
 
