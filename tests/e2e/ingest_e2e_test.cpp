@@ -25,9 +25,10 @@ const std::string kEmbed = TESSERA_EMBED;
 const std::string kIngest = TESSERA_INGEST;
 const std::string kQuery = TESSERA_QUERY;
 
+// OneRun: the one run directory every test of this program reads, made once for all of them.
 // Four slides of three patients over two sites, in two cohort parts (slide j in part j mod 2),
 // patch-extracted and embedded once for every test.
-class Cohort : public ::testing::Environment {
+class OneRun : public ::testing::Environment {
  public:
   static fs::path dir() {
     return fs::temp_directory_path() / fmt::format("tessera_ingest_e2e_{}", ::getpid());
@@ -50,11 +51,11 @@ class Cohort : public ::testing::Environment {
 };
 
 std::string ingest(int ranks, const std::string& name, const std::string& extra) {
-  return mpirun(ranks) + kIngest + " --run " + Cohort::run() + " --tag vit-tiny --name " + name +
+  return mpirun(ranks) + kIngest + " --run " + OneRun::run() + " --tag vit-tiny --name " + name +
          " --threads 1 " + extra;
 }
 
-std::string index_dir(const std::string& name) { return Cohort::run() + "/ingest/" + name; }
+std::string index_dir(const std::string& name) { return OneRun::run() + "/ingest/" + name; }
 
 std::string query(int ranks, const std::string& name, const std::string& extra) {
   return (ranks > 0 ? mpirun(ranks) : std::string()) + kQuery + " --index " + index_dir(name) +
@@ -99,7 +100,7 @@ std::vector<int64_t> some_patches() {
   std::vector<int64_t> ids;
   for (int part = 0; part < 2; ++part) {
     const IndexInfo info = load_index_info(
-        Cohort::run() + fmt::format("/patchgen/part-{:05d}-of-00002", part));
+        OneRun::run() + fmt::format("/patchgen/part-{:05d}-of-00002", part));
     const IndexRows rows = IndexReader(info.path).read_range(0, info.rows);
     for (size_t i = 0; i < rows.size(); i += std::max<size_t>(1, rows.size() / 3)) {
       ids.push_back(rows.patch_id[i]);
@@ -250,14 +251,14 @@ TEST(IngestE2E, IvfIndexesTrainOnceAndAnImageQueryFindsItsOwnPatch) {
   ASSERT_EQ(c.at("trained").size(), 1u);
   EXPECT_GT(c.at("default_nprobe").get<int>(), 0);
   // A stored patch written as PNG and embedded again comes back as its own nearest neighbour.
-  const IndexInfo info = load_index_info(Cohort::run() + "/patchgen/part-00001-of-00002");
+  const IndexInfo info = load_index_info(OneRun::run() + "/patchgen/part-00001-of-00002");
   const IndexRows rows = IndexReader(info.path).read_range(5, 1);
   ShardReader shard(info.shard_path(rows.shard[0]));
   Image8 image{64, 64, 3, std::vector<uint8_t>(64 * 64 * 3)};
   shard.read_patches({static_cast<uint64_t>(rows.row[0])}, image.pixels.data());
-  const std::string png = (Cohort::dir() / "patch.png").string();
+  const std::string png = (OneRun::dir() / "patch.png").string();
   write_png(png, image);
-  const std::string mosaic = (Cohort::dir() / "mosaic.png").string();
+  const std::string mosaic = (OneRun::dir() / "mosaic.png").string();
   const nlohmann::json r =
       run_json(query(0, "ivf", "--image " + png + " -k 3 --nprobe 4 --mosaic " + mosaic));
   ASSERT_FALSE(r.is_null());
@@ -288,7 +289,7 @@ TEST(IngestE2E, ClearErrors) {
     EXPECT_NE(log.find(c.says), std::string::npos) << c.extra << "\n" << log;
   }
   // Vectors of another dimension.
-  const std::string npy = (Cohort::dir() / "q.npy").string();
+  const std::string npy = (OneRun::dir() / "q.npy").string();
   {
     std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 3), }";
     header.resize(117, ' ');
@@ -305,20 +306,20 @@ TEST(IngestE2E, ClearErrors) {
   EXPECT_EQ(run_command(query(0, "errors", fmt::format("--patch {}", patch)), &log), 1) << log;
   EXPECT_NE(log.find("shard-00001/index.faiss"), std::string::npos) << log;
   // An embed part that is not complete is named, with what to run.
-  fs::rename(Cohort::run() + "/embed/vit-tiny/part-00001-of-00002/_SUCCESS",
-             Cohort::dir() / "_SUCCESS.saved");
+  fs::rename(OneRun::run() + "/embed/vit-tiny/part-00001-of-00002/_SUCCESS",
+             OneRun::dir() / "_SUCCESS.saved");
   EXPECT_EQ(run_command(ingest(1, "incomplete", ""), &log), 2) << log;
   EXPECT_NE(log.find("part-00001-of-00002"), std::string::npos) << log;
-  fs::rename(Cohort::dir() / "_SUCCESS.saved",
-             Cohort::run() + "/embed/vit-tiny/part-00001-of-00002/_SUCCESS");
+  fs::rename(OneRun::dir() / "_SUCCESS.saved",
+             OneRun::run() + "/embed/vit-tiny/part-00001-of-00002/_SUCCESS");
 }
 
 // Outputs built on replaced inputs are never served (issue: a wrong answer with exit 0). The run
 // is copied first, which also shows that a moved run keeps its lineage.
 TEST(IngestE2E, AnIndexBuiltOnReplacedInputsIsRefusedUntilRebuilt) {
-  const std::string run = (Cohort::dir() / "moved_run").string();
+  const std::string run = (OneRun::dir() / "moved_run").string();
   fs::remove_all(run);
-  fs::copy(Cohort::run(), run, fs::copy_options::recursive);
+  fs::copy(OneRun::run(), run, fs::copy_options::recursive);
   fs::remove_all(run + "/ingest");
   std::string log;
   const std::string ingest_cmd =
@@ -355,7 +356,7 @@ TEST(IngestE2E, AnIndexBuiltOnReplacedInputsIsRefusedUntilRebuilt) {
   // patchgen --overwrite of part 1 with other settings: its embeddings and the index are stale,
   // through the embed stage (every stage downstream, not only the next one).
   ASSERT_EQ(run_command(mpirun(2) + kPatchgen + " --manifest " +
-                            (Cohort::dir() / "m.csv").string() + " --out " + run +
+                            (OneRun::dir() / "m.csv").string() + " --out " + run +
                             " --patch-size 64 --min-tissue 0.5 --part 1 --parts 2 --overwrite",
                             &log),
             0)
@@ -373,7 +374,7 @@ TEST(IngestE2E, AnIndexBuiltOnReplacedInputsIsRefusedUntilRebuilt) {
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
-  ::testing::AddGlobalTestEnvironment(new tessera::e2e::Cohort);
+  ::testing::AddGlobalTestEnvironment(new tessera::e2e::OneRun);
   tessera::h5::init();
   return RUN_ALL_TESTS();
 }

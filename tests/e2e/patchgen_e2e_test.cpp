@@ -28,8 +28,9 @@ namespace {
 const std::string kPatchgen = TESSERA_PATCHGEN;
 const std::string kFixtures = std::string(TESSERA_FIXTURES_DIR) + "/openslide-python/";
 
+// OneRun: the one run directory every test of this program reads, made once for all of them.
 // Three small synthetic slides, generated once for the whole test program.
-class Cohort : public ::testing::Environment {
+class OneRun : public ::testing::Environment {
  public:
   static fs::path dir() { return fs::temp_directory_path() / fmt::format("tessera_cohort_{}", ::getpid()); }
   void SetUp() override {
@@ -61,7 +62,7 @@ std::string patchgen(int ranks, const std::string& manifest, const std::string& 
          " --progress-interval 0.5 " + extra;
 }
 
-std::string manifest() { return (Cohort::dir() / "manifest.csv").string(); }
+std::string manifest() { return (OneRun::dir() / "manifest.csv").string(); }
 
 TEST(PatchgenE2E, IndexAndPixelsIdenticalForOneTwoThreeRanks) {
   TempDir tmp("pg_ranks");
@@ -108,7 +109,7 @@ TEST(PatchgenE2E, ForcedDirectReaderFailsASlideItCannotReadNamingIt) {
   // reason, the others are read.
   TempDir tmp("pg_direct");
   write_text(tmp / "manifest.csv", fmt::format("slide_id,path,mpp\nA,{},0.5\nboxes,{}boxes.tiff,0.5\n",
-                                               (Cohort::dir() / "s0.tif").string(), kFixtures));
+                                               (OneRun::dir() / "s0.tif").string(), kFixtures));
   const std::string out = tmp / "run";
   std::string log;
   EXPECT_EQ(run_command(patchgen(1, tmp / "manifest.csv", out, "--reader direct"),
@@ -152,7 +153,7 @@ TEST(PatchgenE2E, IndexLayoutAndPixelsMatchOpenSlide) {
   for (size_t i = 0; i < ids.size(); i += 7) {
     ShardReader reader(fmt::format("{}/patchgen/shards/rank-{:05d}.h5", out, shard[i]));
     reader.read_patches({static_cast<uint64_t>(row[i])}, stored.data());
-    openslide_t* osr = openslide_open((Cohort::dir() / paths[slide[i]]).c_str());
+    openslide_t* osr = openslide_open((OneRun::dir() / paths[slide[i]]).c_str());
     ASSERT_NE(osr, nullptr);
     openslide_read_region(osr, argb.data(), coords[2 * i], coords[2 * i + 1], levels[slide[i]], 128, 128);
     ASSERT_EQ(openslide_get_error(osr), nullptr);
@@ -307,7 +308,7 @@ TEST(PatchgenE2E, ConcurrentRunFailsFastOnTheLock) {
 TEST(PatchgenE2E, InvalidManifestListsEveryProblemAndWritesNothing) {
   TempDir tmp("pg_manifest");
   write_text(tmp / "m.csv",
-             "slide_id,path\nA," + (Cohort::dir() / "s0.tif").string() +
+             "slide_id,path\nA," + (OneRun::dir() / "s0.tif").string() +
                  "\nA,x.tif\nbad id,y.tif\n");
   std::string log;
   EXPECT_EQ(run_command(patchgen(2, tmp / "m.csv", tmp / "run"), &log), 2) << log;
@@ -432,8 +433,8 @@ TEST(PatchgenE2E, QcGeoJsonAndOverviewAndMagEqualsMpp) {
 TEST(PatchgenE2E, SlidesDirectoryModeWritesTheManifest) {
   TempDir tmp("pg_dir");
   fs::create_directories(tmp / "wsi");
-  fs::copy_file(Cohort::dir() / "s0.tif", tmp / "wsi/x.tif");
-  fs::copy_file(Cohort::dir() / "s2.tif", tmp / "wsi/Y.TIF");
+  fs::copy_file(OneRun::dir() / "s0.tif", tmp / "wsi/x.tif");
+  fs::copy_file(OneRun::dir() / "s2.tif", tmp / "wsi/Y.TIF");
   write_text(tmp / "wsi/notes.txt", "not a slide");
   const std::string command = mpirun(2) + kPatchgen + " --slides " + tmp / "wsi" +
                               " --ext .tif --out " + tmp / "run" + kSmallGrid;
@@ -464,7 +465,7 @@ TEST(PatchgenE2E, ManifestMppColumnOverridesSlideMetadata) {
   spec.seed = 7;
   spec.write_resolution = false;
   synth::write_slide(spec);
-  fs::copy_file(Cohort::dir() / "s1.tif", tmp / "quarter.tif");  // tagged 0.25 um/px
+  fs::copy_file(OneRun::dir() / "s1.tif", tmp / "quarter.tif");  // tagged 0.25 um/px
   write_text(tmp / "m.csv", "slide_id,path,mpp\nset,nompp.tif,0.5\nunset,nompp.tif,\n"
                             "tagged,quarter.tif,\nforced,quarter.tif,0.5\n");
   std::string log;
@@ -490,7 +491,7 @@ TEST(PatchgenE2E, ManifestMppColumnOverridesSlideMetadata) {
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
-  ::testing::AddGlobalTestEnvironment(new tessera::e2e::Cohort);
+  ::testing::AddGlobalTestEnvironment(new tessera::e2e::OneRun);
   tessera::h5::init();
   return RUN_ALL_TESTS();
 }

@@ -28,8 +28,9 @@ const std::string kIngest = TESSERA_INGEST;
 const std::string kQuery = TESSERA_QUERY;
 const std::string kStatus = TESSERA_STATUS_EXE;
 
+// OneRun: the one run directory every test of this program reads, made once for all of them.
 // Two slides in two cohort parts, patch-extracted and embedded once (one rank each).
-class Cohort : public ::testing::Environment {
+class OneRun : public ::testing::Environment {
  public:
   static fs::path dir() {
     return fs::temp_directory_path() / fmt::format("tessera_recovery_e2e_{}", ::getpid());
@@ -50,11 +51,11 @@ class Cohort : public ::testing::Environment {
 };
 
 std::string ingest(int ranks, const std::string& extra) {
-  return mpirun(ranks) + kIngest + " --run " + Cohort::run() + " --name idx --shards 2 --threads 1 " +
+  return mpirun(ranks) + kIngest + " --run " + OneRun::run() + " --name idx --shards 2 --threads 1 " +
          extra;
 }
 
-std::string index_dir() { return Cohort::run() + "/ingest/idx"; }
+std::string index_dir() { return OneRun::run() + "/ingest/idx"; }
 
 nlohmann::json catalog() {
   return read_json_file(index_dir() + "/catalog.json").value_or(nlohmann::json());
@@ -71,7 +72,7 @@ nlohmann::json timeless(nlohmann::json c) {
 // tessera-status --json of the run, with its exit code.
 nlohmann::json status(int* code) {
   std::string out;
-  *code = run_command("(" + kStatus + " " + Cohort::run() + " --json 2>/dev/null)", &out);
+  *code = run_command("(" + kStatus + " " + OneRun::run() + " --json 2>/dev/null)", &out);
   return nlohmann::json::parse(out);
 }
 
@@ -194,7 +195,7 @@ TEST(RecoveryE2E, InterruptedAndDamagedIngestOutputsAreFinishedByReruns) {
 // Issue 21, case 6: 64 bytes flipped inside one tile fail that slide, naming the tile, and the
 // slide counts as failed in the marker and _SUCCESS (exit 3); the other slide is extracted.
 TEST(RecoveryE2E, CorruptTileDataFailsTheSlideNamingTheTile) {
-  const fs::path dir = Cohort::dir() / "corrupt";
+  const fs::path dir = OneRun::dir() / "corrupt";
   fs::create_directories(dir);
   for (int i = 0; i < 2; ++i) {
     synth::SlideSpec spec;
@@ -247,7 +248,7 @@ TEST(RecoveryE2E, CorruptTileDataFailsTheSlideNamingTheTile) {
 // Issue 21, case 17: the longest id validation accepts goes through patchgen; a longer one is
 // refused at validation (exit 2), before anything is written.
 TEST(RecoveryE2E, SlideIdsAsLongAsValidationAllowsAreExtracted) {
-  const fs::path dir = Cohort::dir() / "long";
+  const fs::path dir = OneRun::dir() / "long";
   fs::create_directories(dir);
   synth::SlideSpec spec;
   spec.path = (dir / "s.tif").string();
@@ -279,7 +280,7 @@ TEST(RecoveryE2E, SlideIdsAsLongAsValidationAllowsAreExtracted) {
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
-  ::testing::AddGlobalTestEnvironment(new tessera::e2e::Cohort);
+  ::testing::AddGlobalTestEnvironment(new tessera::e2e::OneRun);
   tessera::h5::init();
   return RUN_ALL_TESTS();
 }

@@ -24,9 +24,10 @@ const std::string kIngest = TESSERA_INGEST;
 const std::string kQuery = TESSERA_QUERY;
 const std::string kStatus = TESSERA_STATUS_EXE;
 
+// OneRun: the one run directory every test of this program reads, made once for all of them.
 // Three slides of three patients through every stage: patchgen, embed, ingest (patch index idx),
 // aggregate (mean-vit-tiny) and its slide index (ingest --level slide).
-class Cohort : public ::testing::Environment {
+class OneRun : public ::testing::Environment {
  public:
   static fs::path dir() {
     return fs::temp_directory_path() / fmt::format("tessera_sealed_e2e_{}", ::getpid());
@@ -52,8 +53,8 @@ class Cohort : public ::testing::Environment {
   }
 };
 
-std::string patch_index() { return Cohort::run() + "/ingest/idx"; }
-std::string slide_index() { return Cohort::run() + "/ingest/mean-vit-tiny"; }
+std::string patch_index() { return OneRun::run() + "/ingest/idx"; }
+std::string slide_index() { return OneRun::run() + "/ingest/mean-vit-tiny"; }
 
 std::string similar_slide(std::string* log) {
   const int code = run_command(kQuery + " --index " + slide_index() +
@@ -70,7 +71,7 @@ std::string patch_query(std::string* log) {
 
 nlohmann::json status(int* code) {
   std::string out;
-  *code = run_command("(" + kStatus + " " + Cohort::run() + " --json 2>/dev/null)", &out);
+  *code = run_command("(" + kStatus + " " + OneRun::run() + " --json 2>/dev/null)", &out);
   return nlohmann::json::parse(out);
 }
 
@@ -96,7 +97,7 @@ bool skeleton_file(const std::string& relative) {
 // catalog.json, written after the generation's _SUCCESS, by the seal in that _SUCCESS.
 TEST(SealedOutputsE2E, EveryFileAStageWritesHasAChecksum) {
   std::vector<std::string> stage_dirs;
-  for (const auto& e : fs::recursive_directory_iterator(Cohort::run())) {
+  for (const auto& e : fs::recursive_directory_iterator(OneRun::run())) {
     if (e.is_directory() && fs::exists(e.path() / "_SUCCESS")) stage_dirs.push_back(e.path());
   }
   ASSERT_EQ(stage_dirs.size(), 5u);
@@ -146,7 +147,7 @@ TEST(SealedOutputsE2E, ChangedCatalogIsRefusedNamingItAndRebuiltByARerun) {
   EXPECT_EQ(code, 4) << s.dump(2);
   EXPECT_NE(s.dump().find("catalog.json"), std::string::npos) << s.dump(2);
 
-  ASSERT_EQ(run_command(mpirun(2) + kIngest + " --run " + Cohort::run() +
+  ASSERT_EQ(run_command(mpirun(2) + kIngest + " --run " + OneRun::run() +
                             " --name idx --shards 2 --threads 1",
                         &log),
             0)
@@ -192,7 +193,7 @@ TEST(SealedOutputsE2E, DamagedSlideIndexIsRefusedNamingTheFile) {
 TEST(SealedOutputsE2E, OptionsASlideSearchWouldIgnoreAreRefused) {
   for (const std::string& option : std::vector<std::string>{
            "--filter 'patient_id = p2'", "--exclude-same-slide", "--nprobe 4", "--ef-search 8",
-           "--mosaic " + (Cohort::dir() / "m.png").string()}) {
+           "--mosaic " + (OneRun::dir() / "m.png").string()}) {
     std::string log;
     EXPECT_EQ(run_command(kQuery + " --index " + slide_index() + " --similar-slide a -k 2 " +
                               option,
@@ -212,7 +213,7 @@ TEST(SealedOutputsE2E, StoredEmbeddingDamageFletcherMissesIsRefused) {
   const std::string answer = log;
   std::vector<float> row(64);
   {
-    h5::File f = h5::File::open(Cohort::run() + "/embed/vit-tiny/embeddings.h5", h5::Mode::kRead);
+    h5::File f = h5::File::open(OneRun::run() + "/embed/vit-tiny/embeddings.h5", h5::Mode::kRead);
     h5::Dataset values = f.open_dataset("embeddings");
     ASSERT_EQ(values.dims().at(1), 64u);
     int64_t id = -1;
@@ -220,7 +221,7 @@ TEST(SealedOutputsE2E, StoredEmbeddingDamageFletcherMissesIsRefused) {
     ASSERT_EQ(id, 3);
     values.read_rows_as_floats(row.data(), 3, 1);
   }
-  const std::string shard = Cohort::run() + "/embed/vit-tiny/shards/rank-00000.h5";
+  const std::string shard = OneRun::run() + "/embed/vit-tiny/shards/rank-00000.h5";
   const std::string before = read_file(shard);
   const std::string needle(reinterpret_cast<const char*>(row.data()), row.size() * sizeof(float));
   const size_t at = before.find(needle);
@@ -270,7 +271,7 @@ TEST(SealedOutputsE2E, ChangedSlideTableOfThePatchIndexIsRefused) {
   std::string log;
   ASSERT_EQ(point_query(&log), 0) << log;
   const std::string answer = log;
-  const std::string path = Cohort::run() + "/patchgen/index.h5";
+  const std::string path = OneRun::run() + "/patchgen/index.h5";
   const std::string before = read_file(path);
   {
     h5::File f = h5::File::open(path, h5::Mode::kReadWrite);
@@ -281,14 +282,14 @@ TEST(SealedOutputsE2E, ChangedSlideTableOfThePatchIndexIsRefused) {
   ASSERT_NE(read_file(path), before);
   EXPECT_EQ(point_query(&log), 1) << log;
   EXPECT_NE(log.find("index.h5"), std::string::npos) << log;
-  EXPECT_EQ(run_command(mpirun(2) + kIngest + " --run " + Cohort::run() +
+  EXPECT_EQ(run_command(mpirun(2) + kIngest + " --run " + OneRun::run() +
                             " --name check2 --shards 2 --threads 1",
                         &log),
             1)
       << log;
   EXPECT_NE(log.find("index.h5"), std::string::npos) << log;
   atomic_write_file(path, before);
-  fs::remove_all(Cohort::run() + "/ingest/check2");
+  fs::remove_all(OneRun::run() + "/ingest/check2");
   EXPECT_EQ(point_query(&log), 0) << log;
   EXPECT_EQ(log, answer);
 }
@@ -296,30 +297,30 @@ TEST(SealedOutputsE2E, ChangedSlideTableOfThePatchIndexIsRefused) {
 // Damage to aggregate's cohort file (written by its finish) is found by the slide index built
 // from it, naming the file.
 TEST(SealedOutputsE2E, DamagedCohortFileIsRefusedByTheSlideIndex) {
-  const std::string path = Cohort::run() + "/slides/mean-vit-tiny/slides.h5";
+  const std::string path = OneRun::run() + "/slides/mean-vit-tiny/slides.h5";
   const std::string before = flip_middle(path);
   std::string log;
-  EXPECT_EQ(run_command(kIngest + " --run " + Cohort::run() +
+  EXPECT_EQ(run_command(kIngest + " --run " + OneRun::run() +
                             " --level slide --normalize --name check --verify full",
                         &log),
             1)
       << log;
   EXPECT_NE(log.find("slides.h5"), std::string::npos) << log;
   atomic_write_file(path, before);
-  fs::remove_all(Cohort::run() + "/ingest/check");
+  fs::remove_all(OneRun::run() + "/ingest/check");
 }
 
 // A damaged QC image is found by patchgen --verify full and made again, byte for byte (in a copy
 // of the run: the repair rewrites _SUCCESS, which makes the later stages stale).
 TEST(SealedOutputsE2E, DamagedQcImageIsMadeAgainByVerifyFull) {
-  const std::string copy = (Cohort::dir() / "qc-run").string();
+  const std::string copy = (OneRun::dir() / "qc-run").string();
   fs::remove_all(copy);
   fs::create_directories(copy);
-  fs::copy(Cohort::run() + "/patchgen", copy + "/patchgen", fs::copy_options::recursive);
+  fs::copy(OneRun::run() + "/patchgen", copy + "/patchgen", fs::copy_options::recursive);
   const std::string path = copy + "/patchgen/qc/b.png";
   const std::string before = flip_middle(path);
   std::string log;
-  ASSERT_EQ(run_command(mpirun(2) + kPatchgen + " --manifest " + (Cohort::dir() / "m.csv").string() +
+  ASSERT_EQ(run_command(mpirun(2) + kPatchgen + " --manifest " + (OneRun::dir() / "m.csv").string() +
                             " --out " + copy + " --patch-size 64 --verify full",
                         &log),
             0)
@@ -336,7 +337,7 @@ TEST(SealedOutputsE2E, DamagedQcImageIsMadeAgainByVerifyFull) {
 TEST(SealedOutputsE2E, ZSlideIndexOfReplacedEmbeddingsIsStale) {
   std::string log;
   ASSERT_EQ(similar_slide(&log), "0") << log;
-  ASSERT_EQ(run_command(mpirun(2) + kEmbed + " --run " + Cohort::run() +
+  ASSERT_EQ(run_command(mpirun(2) + kEmbed + " --run " + OneRun::run() +
                             " --model vit-tiny --batch-size 8 --torch-threads 1 --seed 1 "
                             "--overwrite",
                         &log),
@@ -363,7 +364,7 @@ TEST(SealedOutputsE2E, ZSlideIndexOfReplacedEmbeddingsIsStale) {
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
-  ::testing::AddGlobalTestEnvironment(new tessera::e2e::Cohort);
+  ::testing::AddGlobalTestEnvironment(new tessera::e2e::OneRun);
   tessera::h5::init();
   return RUN_ALL_TESTS();
 }

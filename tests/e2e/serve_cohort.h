@@ -26,11 +26,12 @@ const std::string kQuery = TESSERA_QUERY;
 const std::string kServe = TESSERA_SERVE;
 const std::string kAggregate = TESSERA_AGGREGATE;
 
+// OneRun: the one run directory every test of this program reads, made once for all of them.
 // Four slides of three patients over two sites in two cohort parts, embedded and ingested into
 // "flat" (both parts, 3 shards) and "grown" (part 0 only; the reload test appends part 1); slide
 // and patient vectors (aggregate, mean) ingested into the slide-level index "mean-vit-tiny" and
 // the patient-level "mean-vit-tiny-patient", which serve finds beside "flat" (--slide-index auto).
-class Cohort : public ::testing::Environment {
+class OneRun : public ::testing::Environment {
  public:
   static constexpr const char* kSlideIndex = "mean-vit-tiny";
   static constexpr const char* kPatientIndex = "mean-vit-tiny-patient";
@@ -72,7 +73,7 @@ class Cohort : public ::testing::Environment {
 std::vector<int64_t> some_patches() {
   std::vector<int64_t> ids;
   for (int part = 0; part < 2; ++part) {
-    const IndexInfo info = load_index_info(Cohort::run() + fmt::format("/patchgen/part-{:05d}-of-00002", part));
+    const IndexInfo info = load_index_info(OneRun::run() + fmt::format("/patchgen/part-{:05d}-of-00002", part));
     const IndexRows rows = IndexReader(info.path).read_range(0, info.rows);
     for (size_t i = 0; i < rows.size(); i += std::max<size_t>(1, rows.size() / 4)) ids.push_back(rows.patch_id[i]);
   }

@@ -37,7 +37,7 @@ inline void expect_same_hits(const json& a, const json& b, const std::string& wh
 
 inline json query_hits(const std::string& name, const std::string& args) {
   std::string log;
-  const std::string command = kQuery + " --index " + Cohort::index(name) +
+  const std::string command = kQuery + " --index " + OneRun::index(name) +
                               " --threads 1 --format json --log-level error " + args;
   EXPECT_EQ(run_command(command, &log), 0) << command << "\n" << log;
   const size_t start = log.find('{');
@@ -48,7 +48,7 @@ inline json query_hits(const std::string& name, const std::string& args) {
 // query's whole JSON report for `args` over index `name`.
 inline json query_json(const std::string& name, const std::string& args) {
   std::string log;
-  const std::string command = kQuery + " --index " + Cohort::index(name) +
+  const std::string command = kQuery + " --index " + OneRun::index(name) +
                               " --threads 1 --format json --log-level error " + args;
   EXPECT_EQ(run_command(command, &log), 0) << command << "\n" << log;
   const size_t start = log.find('{');
@@ -95,15 +95,15 @@ struct SlideCase {
 inline std::vector<SlideCase> slide_cases() {
   std::vector<SlideCase> cases;
   for (const char* s : {"a", "b", "c", "d"}) {
-    cases.push_back({"/api/v1/similar-slides", {{"slide_id", s}, {"k", 3}}, Cohort::kSlideIndex,
+    cases.push_back({"/api/v1/similar-slides", {{"slide_id", s}, {"k", 3}}, OneRun::kSlideIndex,
                      fmt::format("--similar-slide {} -k 3", s)});
     cases.push_back({"/api/v1/mosaic-vote", {{"slide_id", s}, {"k", 5}}, "flat",
                      fmt::format("--slide {} --mosaic-vote -k 5", s)});
   }
   cases.push_back({"/api/v1/similar-slides", {{"slide_id", "a"}, {"k", 5}, {"exclude_same_patient", true}},
-                   Cohort::kSlideIndex, "--similar-slide a -k 5 --exclude-same-patient"});
+                   OneRun::kSlideIndex, "--similar-slide a -k 5 --exclude-same-patient"});
   for (const char* p : {"P1", "P2", "P3"}) {
-    cases.push_back({"/api/v1/similar-patients", {{"patient_id", p}, {"k", 2}}, Cohort::kPatientIndex,
+    cases.push_back({"/api/v1/similar-patients", {{"patient_id", p}, {"k", 2}}, OneRun::kPatientIndex,
                      fmt::format("--similar-patient {} -k 2", p)});
   }
   cases.push_back({"/api/v1/mosaic-vote",

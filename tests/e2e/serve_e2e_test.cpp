@@ -69,7 +69,7 @@ TEST(ServeE2E, AnswersEqualQueryAtOneTwoAndThreeRanks) {
   std::vector<json> slide_expected;
   for (const SlideCase& sc : slide_cases) slide_expected.push_back(query_json(sc.index, sc.args));
   for (int R = 1; R <= 3; ++R) {
-    Service service(Cohort::dir(), R, Cohort::index("flat"), "", fmt::format("r{}", R));
+    Service service(OneRun::dir(), R, OneRun::index("flat"), "", fmt::format("r{}", R));
     ASSERT_TRUE(service.running());
     httplib::Client c("127.0.0.1", service.port());
     auto info = c.Get("/api/v1/info");
@@ -131,7 +131,7 @@ TEST(ServeE2E, AnswersEqualQueryAtOneTwoAndThreeRanks) {
 }
 
 TEST(ServeE2E, AnAppendedGenerationIsSwappedInWithoutFailingRequests) {
-  Service service(Cohort::dir(), 2, Cohort::index("grown"), "--poll 0", "grown");
+  Service service(OneRun::dir(), 2, OneRun::index("grown"), "--poll 0", "grown");
   ASSERT_TRUE(service.running());
   httplib::Client c("127.0.0.1", service.port());
   const int64_t rows0 = json::parse(c.Get("/api/v1/info")->body).at("rows");
@@ -147,7 +147,7 @@ TEST(ServeE2E, AnAppendedGenerationIsSwappedInWithoutFailingRequests) {
     }
   });
   std::string log;
-  ASSERT_EQ(run_command(mpirun(2) + kIngest + " --run " + Cohort::run() +
+  ASSERT_EQ(run_command(mpirun(2) + kIngest + " --run " + OneRun::run() +
                             " --tag vit-tiny --name grown --threads 1 --shards 3 --normalize --append",
                         &log), 0) << log;
   ::kill(service.rank0(), SIGHUP);
@@ -183,7 +183,7 @@ TEST(ServeE2E, ASignalToMpirunStopsEveryRankWithinTheGrace) {
     if (const size_t at = launcher.find(no_grace); at != std::string::npos) {
       launcher.replace(at, no_grace.size(), "odls_base_sigkill_timeout 1");  // Open MPI's default
     }
-    Service service(Cohort::dir(), R, Cohort::index("flat"), "", fmt::format("stop-r{}", R), launcher);
+    Service service(OneRun::dir(), R, OneRun::index("flat"), "", fmt::format("stop-r{}", R), launcher);
     ASSERT_TRUE(service.running());
     std::atomic<bool> done{false};
     std::atomic<int> ok{0}, refused{0}, other{0};
@@ -219,18 +219,18 @@ TEST(ServeE2E, ASignalToMpirunStopsEveryRankWithinTheGrace) {
 
 TEST(ServeE2E, AMissingPageFolderIsBadInput) {
   std::string log;
-  EXPECT_EQ(run_command(kServe + " --index " + Cohort::index("flat") + " --web-dir " +
-                            (Cohort::dir() / "no-such-web").string(), &log), 2) << log;
+  EXPECT_EQ(run_command(kServe + " --index " + OneRun::index("flat") + " --web-dir " +
+                            (OneRun::dir() / "no-such-web").string(), &log), 2) << log;
   EXPECT_NE(log.find("--web-dir"), std::string::npos) << log;
 }
 
 TEST(ServeE2E, ANonLoopbackBindNeedsItsToken) {
   std::string log;
-  EXPECT_EQ(run_command(kServe + " --index " + Cohort::index("flat") + " --bind 0.0.0.0", &log), 2) << log;
+  EXPECT_EQ(run_command(kServe + " --index " + OneRun::index("flat") + " --bind 0.0.0.0", &log), 2) << log;
   EXPECT_NE(log.find("--token-file"), std::string::npos) << log;
-  const std::string token_file = (Cohort::dir() / "token").string();
+  const std::string token_file = (OneRun::dir() / "token").string();
   write_text(token_file, "s3cret-0123456789abcdef\n");
-  Service service(Cohort::dir(), 1, Cohort::index("flat"), "--bind 0.0.0.0 --token-file " + token_file, "token");
+  Service service(OneRun::dir(), 1, OneRun::index("flat"), "--bind 0.0.0.0 --token-file " + token_file, "token");
   ASSERT_TRUE(service.running());
   httplib::Client c("127.0.0.1", service.port());
   EXPECT_EQ(c.Get("/api/v1/info")->status, 401);
@@ -241,7 +241,7 @@ TEST(ServeE2E, ANonLoopbackBindNeedsItsToken) {
 }
 
 TEST(ServeE2E, ThePageInHeadlessChromium) {
-  Service service(Cohort::dir(), 1, Cohort::index("flat"), "", "browser");
+  Service service(OneRun::dir(), 1, OneRun::index("flat"), "", "browser");
   ASSERT_TRUE(service.running());
   const std::string shot = std::string(TESSERA_BROWSER_ARTIFACTS) + "/serve-page.png";
   std::string log;
@@ -259,6 +259,6 @@ int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   // The in-process Api finds query's image helper through this (the test is not beside it).
   ::setenv("TESSERA_EMBED_IMAGE", TESSERA_EMBED_IMAGE_EXE, 0);
-  ::testing::AddGlobalTestEnvironment(new tessera::e2e::Cohort);
+  ::testing::AddGlobalTestEnvironment(new tessera::e2e::OneRun);
   return RUN_ALL_TESTS();
 }

@@ -42,8 +42,8 @@ using nlohmann::json;
 class InProcess {
  public:
   explicit InProcess(const std::string& token = "", const std::string& slide_index = "auto")
-      : shards_(Cohort::index("flat"), 0, 1, true, VerifyLevel::kCheap) {
-    config_.index = Cohort::index("flat");
+      : shards_(OneRun::index("flat"), 0, 1, true, VerifyLevel::kCheap) {
+    config_.index = OneRun::index("flat");
     auto front = std::make_shared<const serve::GenerationView>(shards_.catalog(), shards_.slides(), shards_.rows(), 0);
     api_ = std::make_unique<serve::Api>(
         front, batcher_, metrics_, config_,
@@ -272,10 +272,10 @@ TEST(ServeE2E, SlideAndCaseSearchInProcessEqualQuery) {
   const json info = body_of(s.get("/api/v1/info"));
   const json& indexes = info.at("slide_indexes");
   ASSERT_EQ(indexes.size(), 2u) << info.dump();
-  EXPECT_EQ(indexes[0].at("name"), Cohort::kSlideIndex);
+  EXPECT_EQ(indexes[0].at("name"), OneRun::kSlideIndex);
   EXPECT_EQ(indexes[0].at("level"), "slide");
   EXPECT_EQ(indexes[0].at("rows"), 4);
-  EXPECT_EQ(indexes[1].at("name"), Cohort::kPatientIndex);
+  EXPECT_EQ(indexes[1].at("name"), OneRun::kPatientIndex);
   EXPECT_EQ(indexes[1].at("level"), "patient");
   EXPECT_EQ(indexes[1].at("rows"), 3);
   for (const SlideCase& c : slide_cases()) {
@@ -315,7 +315,7 @@ TEST(ServeE2E, SlideAndCaseSearchInProcessEqualQuery) {
       {"POST", "/api/v1/similar-slides", json{{"slide_id", "a"}, {"k", 0}}.dump(), 400},
       {"POST", "/api/v1/similar-slides", json{{"slide_id", "a"}, {"k", 1000000000}}.dump(), 400},
       {"POST", "/api/v1/similar-slides", json{{"slide_id", "a"}, {"index", "nosuch"}}.dump(), 404},
-      {"POST", "/api/v1/similar-slides", json{{"slide_id", "a"}, {"index", Cohort::kPatientIndex}}.dump(), 404},
+      {"POST", "/api/v1/similar-slides", json{{"slide_id", "a"}, {"index", OneRun::kPatientIndex}}.dump(), 404},
       {"POST", "/api/v1/similar-slides", "{\"slide_id\": ", 400},
       {"POST", "/api/v1/similar-patients", json{{"patient_id", "P9"}}.dump(), 404},
       {"POST", "/api/v1/similar-patients", json{{"slide_id", "a"}}.dump(), 400},
@@ -351,31 +351,31 @@ TEST(ServeE2E, SlideAndCaseSearchInProcessEqualQuery) {
 
 TEST(ServeE2E, WhichSlideIndexesAreServed) {
   using serve::SlideIndexes;
-  const Catalog catalog = load_catalog(Cohort::index("flat"));
+  const Catalog catalog = load_catalog(OneRun::index("flat"));
   EXPECT_EQ(SlideIndexes::load("auto", catalog).describe().size(), 2u);
   EXPECT_TRUE(SlideIndexes::load("none", catalog).empty());
-  const SlideIndexes one = SlideIndexes::load(Cohort::index(Cohort::kPatientIndex), catalog);
+  const SlideIndexes one = SlideIndexes::load(OneRun::index(OneRun::kPatientIndex), catalog);
   EXPECT_EQ(one.describe().size(), 1u);
   EXPECT_EQ(one.find("slide", ""), nullptr);
   EXPECT_NE(one.find("patient", ""), nullptr);
-  EXPECT_NE(one.find("patient", Cohort::kPatientIndex), nullptr);
+  EXPECT_NE(one.find("patient", OneRun::kPatientIndex), nullptr);
   EXPECT_EQ(one.find("patient", "other"), nullptr);
-  EXPECT_EQ(SlideIndexes::load(Cohort::index(Cohort::kSlideIndex) + "," +
-                                   Cohort::index(Cohort::kPatientIndex), catalog)
+  EXPECT_EQ(SlideIndexes::load(OneRun::index(OneRun::kSlideIndex) + "," +
+                                   OneRun::index(OneRun::kPatientIndex), catalog)
                 .describe()
                 .size(),
             2u);
   // A patch index or a missing folder is no slide index; the same one twice is refused.
-  EXPECT_THROW(SlideIndexes::load(Cohort::index("flat"), catalog), InvalidInput);
-  EXPECT_THROW(SlideIndexes::load(Cohort::index("nosuch"), catalog), InvalidInput);
-  EXPECT_THROW(SlideIndexes::load(Cohort::index(Cohort::kSlideIndex) + "," +
-                                      Cohort::index(Cohort::kSlideIndex), catalog),
+  EXPECT_THROW(SlideIndexes::load(OneRun::index("flat"), catalog), InvalidInput);
+  EXPECT_THROW(SlideIndexes::load(OneRun::index("nosuch"), catalog), InvalidInput);
+  EXPECT_THROW(SlideIndexes::load(OneRun::index(OneRun::kSlideIndex) + "," +
+                                      OneRun::index(OneRun::kSlideIndex), catalog),
                InvalidInput);
   // Vectors of another embed tag: not found by auto, served when named.
   Catalog other = catalog;
   other.tag = "another-model";
   EXPECT_TRUE(SlideIndexes::load("auto", other).empty());
-  EXPECT_EQ(SlideIndexes::load(Cohort::index(Cohort::kSlideIndex), other).describe().size(), 1u);
+  EXPECT_EQ(SlideIndexes::load(OneRun::index(OneRun::kSlideIndex), other).describe().size(), 1u);
 }
 
 TEST(ServeE2E, ATokenIsRequiredWhenGiven) {

@@ -80,7 +80,7 @@ class RawSocket {
 // hostile request gets a 4xx, a well-behaved client is answered throughout, and rank 0's memory
 // after the load is within 10 % of what it was after a warm-up.
 TEST(ServeE2E, TwentyThousandOrdinaryAndHostileRequestsAtTwoRanks) {
-  Service service(Cohort::dir(), 2, Cohort::index("flat"), "--tile-cache-mb 64 --max-body-kb 256",
+  Service service(OneRun::dir(), 2, OneRun::index("flat"), "--tile-cache-mb 64 --max-body-kb 256",
                   "load");
   ASSERT_TRUE(service.running());
   const std::vector<int64_t> patches = some_patches();
@@ -239,7 +239,7 @@ TEST(ServeE2E, TwentyThousandOrdinaryAndHostileRequestsAtTwoRanks) {
 // Issue 21's third hostile round: 150 connections opened at once overflowed cpp-httplib's listen
 // backlog of 5 and some were reset; every one is answered now (200, or 503 when a round is full).
 TEST(ServeE2E, ABurstOfConnectionsIsAnsweredWithoutResets) {
-  Service service(Cohort::dir(), 1, Cohort::index("flat"), "", "burst");
+  Service service(OneRun::dir(), 1, OneRun::index("flat"), "", "burst");
   ASSERT_TRUE(service.running());
   const int64_t patch = some_patches().front();
   std::atomic<int> answered{0}, failures{0};
